@@ -1,0 +1,282 @@
+"""The Kubernetes objects kubeberth reads, as typed msgspec Structs.
+
+Only the fields scheduling, admission and descheduling look at are modelled; unknown fields in a
+manifest are ignored, as a tolerant client would. Field names follow the Kubernetes JSON names
+(camelCase on the wire, snake_case here) so a pasted manifest converts without a mapping table.
+Quantities stay as written (``int | float | str``) until :mod:`kubeberth.api.resources` turns them
+into milli-units, which keeps round-tripping a manifest lossless.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import msgspec
+
+QuantityValue = int | float | str
+ResourceMap = dict[str, QuantityValue]
+
+
+class _K8s(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
+    """Base for every Kubernetes struct: camelCase names, defaults left out when encoding."""
+
+
+class OwnerReference(_K8s):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+
+
+class ObjectMeta(_K8s):
+    name: str = ""
+    generate_name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    owner_references: list[OwnerReference] = []
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    deletion_grace_period_seconds: int | None = None
+    finalizers: list[str] = []
+
+
+class LabelSelectorRequirement(_K8s):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class LabelSelector(_K8s):
+    match_labels: dict[str, str] = {}
+    match_expressions: list[LabelSelectorRequirement] = []
+
+
+class NodeSelectorRequirement(_K8s):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class NodeSelectorTerm(_K8s):
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(_K8s):
+    node_selector_terms: list[NodeSelectorTerm] = []
+
+
+class PreferredSchedulingTerm(_K8s):
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(_K8s):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
+
+
+class PodAffinityTerm(_K8s):
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = []
+    namespace_selector: LabelSelector | None = None
+    topology_key: str = ""
+    match_label_keys: list[str] = []
+    mismatch_label_keys: list[str] = []
+
+
+class WeightedPodAffinityTerm(_K8s):
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(_K8s):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
+
+
+class Affinity(_K8s):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class Toleration(_K8s):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class Taint(_K8s):
+    key: str
+    effect: str
+    value: str = ""
+    time_added: str | None = None
+
+
+class TopologySpreadConstraint(_K8s):
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] = []
+
+
+class ResourceRequirements(_K8s):
+    requests: ResourceMap = {}
+    limits: ResourceMap = {}
+
+
+class Container(_K8s):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+    restart_policy: str | None = None
+
+
+class PodSchedulingGate(_K8s):
+    name: str
+
+
+class PodSpec(_K8s):
+    containers: list[Container] = []
+    init_containers: list[Container] = []
+    overhead: ResourceMap = {}
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    scheduler_name: str = "default-scheduler"
+    node_name: str = ""
+    node_selector: dict[str, str] = {}
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = []
+    topology_spread_constraints: list[TopologySpreadConstraint] = []
+    scheduling_gates: list[PodSchedulingGate] = []
+    restart_policy: str = "Always"
+    termination_grace_period_seconds: int | None = None
+
+
+class PodCondition(_K8s):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+
+class PodStatus(_K8s):
+    phase: str = ""
+    nominated_node_name: str = ""
+    start_time: str | None = None
+    conditions: list[PodCondition] = []
+
+
+class Pod(_K8s):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Pod"
+    api_version: str = "v1"
+    kind: str = "Pod"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, the identity used in every report."""
+        return f"{self.metadata.namespace or 'default'}/{self.metadata.name}"
+
+
+class NodeCondition(_K8s):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+
+class NodeSpec(_K8s):
+    unschedulable: bool = False
+    taints: list[Taint] = []
+    provider_id: str = ""
+
+
+class NodeStatus(_K8s):
+    capacity: ResourceMap = {}
+    allocatable: ResourceMap = {}
+    conditions: list[NodeCondition] = []
+
+
+class Node(_K8s):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Node"
+    api_version: str = "v1"
+    kind: str = "Node"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
+    status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+
+    @property
+    def ready(self) -> bool:
+        """A node without a Ready condition counts as ready, as in hand-written manifests."""
+        for cond in self.status.conditions:
+            if cond.type == "Ready":
+                return cond.status == "True"
+        return True
+
+
+class PriorityClass(_K8s):
+    API_VERSION: ClassVar[str] = "scheduling.k8s.io/v1"
+    KIND: ClassVar[str] = "PriorityClass"
+    api_version: str = "scheduling.k8s.io/v1"
+    kind: str = "PriorityClass"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    value: int = 0
+    global_default: bool = False
+    preemption_policy: str = "PreemptLowerPriority"
+    description: str = ""
+
+
+class Namespace(_K8s):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Namespace"
+    api_version: str = "v1"
+    kind: str = "Namespace"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
+class PodDisruptionBudgetSpec(_K8s):
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+    selector: LabelSelector | None = None
+
+
+class PodDisruptionBudgetStatus(_K8s):
+    disruptions_allowed: int = 0
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    expected_pods: int = 0
+    disrupted_pods: dict[str, str] = {}
+
+
+class PodDisruptionBudget(_K8s):
+    API_VERSION: ClassVar[str] = "policy/v1"
+    KIND: ClassVar[str] = "PodDisruptionBudget"
+    api_version: str = "policy/v1"
+    kind: str = "PodDisruptionBudget"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodDisruptionBudgetSpec = msgspec.field(default_factory=PodDisruptionBudgetSpec)
+    status: PodDisruptionBudgetStatus = msgspec.field(default_factory=PodDisruptionBudgetStatus)
+
+
+def to_dict(obj: msgspec.Struct) -> dict[str, Any]:
+    """Encode a struct back to its Kubernetes JSON form (camelCase, defaults omitted)."""
+    result: dict[str, Any] = msgspec.to_builtins(obj)
+    return result

@@ -1,0 +1,1 @@
+"""The kubeberth command line."""

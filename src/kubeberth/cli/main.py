@@ -1,0 +1,164 @@
+"""The ``kubeberth`` command: simulate, explain, plugins.
+
+Every command turns bad input into one paragraph on stderr (file, line or field, what was
+expected) and exit code 2, never a traceback; the layers below raise InputError and this module
+is the only place that prints it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kubeberth import __version__
+from kubeberth.api.errors import InputError
+from kubeberth.config.manifests import load_manifests
+from kubeberth.config.scheduler import load_scheduler_config
+from kubeberth.config.types import SchedulerConfiguration
+from kubeberth.framework.registry import Registry
+from kubeberth.plugins.scheduling import in_tree_registry
+
+app = typer.Typer(add_completion=False, no_args_is_help=False,
+                  help="Decide where GPU work runs on Kubernetes: simulate and explain "
+                       "kube-scheduler policies on real cluster traces.")
+err_console = Console(stderr=True)
+console = Console()
+
+PluginOpt = Annotated[list[str] | None, typer.Option(
+    "--plugin", help="Out-of-tree plugin to register, as module:attr (repeatable).")]
+ConfigOpt = Annotated[Path | None, typer.Option(
+    "--config", "-c", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for every random choice.")]
+
+
+class OutputFormat(str, Enum):
+    json = "json"
+    table = "table"
+
+
+@contextmanager
+def _user_errors(config: SchedulerConfiguration | None = None) -> Iterator[None]:
+    try:
+        yield
+    except InputError as err:
+        if err.source is None and config is not None and config.source:
+            err = err.at(source=config.source,
+                         line=config.locate(err.field) if err.field else None)
+        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def _registry(plugins: list[str] | None) -> Registry:
+    reg = in_tree_registry()
+    reg.load_entry_points()
+    for spec in plugins or []:
+        reg.load_import_path(spec)
+    return reg
+
+
+@app.command()
+def simulate(
+    cluster: Annotated[list[Path] | None, typer.Option(
+        "--cluster", help="Nodes: an openb node CSV or Node manifests (default: the bundled "
+                          "1,523-node Alibaba openb cluster).")] = None,
+    workload: Annotated[list[Path] | None, typer.Option(
+        "--workload", "-w", help="Pods: an openb pod CSV or Pod manifests with "
+                                 "kubeberth.io/arrival-seconds and duration-seconds annotations "
+                                 "(default: the bundled 8,152-pod openb default trace).")] = None,
+    config: ConfigOpt = None,
+    seed: SeedOpt = 0,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("out"),
+    bind_latency: Annotated[float, typer.Option(
+        help="Seconds between a scheduling decision and the binding.")] = 0.0,
+    sample_interval: Annotated[float | None, typer.Option(
+        help="Seconds between time-series samples (default: 1/2000 of the trace).")] = None,
+    plugin: PluginOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Replay a cluster and workload trace through the scheduler and write out/ (JSON + CSV)."""
+    from kubeberth.report.output import summary_table, write_outputs
+    from kubeberth.sim.engine import Simulation
+    from kubeberth.sim.traces import load_workload
+
+    cfg: SchedulerConfiguration | None = None
+    with _user_errors():
+        cfg = load_scheduler_config(config)
+    with _user_errors(cfg):
+        registry = _registry(plugin)
+        wl = load_workload(cluster, workload)
+        with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                      TextColumn("{task.completed}/{task.total} pods"), TimeElapsedColumn(),
+                      console=err_console, disable=quiet, transient=True) as progress:
+            task = progress.add_task("replaying", total=len(wl.pods))
+
+            def tick(done: int, total: int) -> None:
+                progress.update(task, completed=done)
+
+            sim = Simulation(wl, cfg, registry, seed=seed, bind_latency=bind_latency,
+                             sample_interval=sample_interval, progress=tick)
+            result = sim.run()
+    meta: dict[str, Any] = {
+        "workload": wl.name, "nodes": len(wl.nodes), "seed": seed,
+        "config": str(config) if config else "default",
+        "kubeberth": __version__,
+    }
+    data = write_outputs(result, out, meta)
+    console.print(summary_table(data))
+    console.print(f"wrote {out}/summary.json, timeseries.csv, pods.csv")
+
+
+@app.command()
+def explain(
+    filename: Annotated[list[Path], typer.Option(
+        "--filename", "-f", help="Manifests: nodes, bound pods (spec.nodeName) and pending "
+                                 "pods; files, directories or - for stdin (repeatable).")],
+    config: ConfigOpt = None,
+    output: Annotated[OutputFormat, typer.Option("--output", "-o")] = OutputFormat.table,
+    seed: SeedOpt = 0,
+    plugin: PluginOpt = None,
+) -> None:
+    """Attempt each pending pod in queue order and show every Filter verdict and Score."""
+    from kubeberth.sim.explain import explain as run_explain
+
+    cfg: SchedulerConfiguration | None = None
+    with _user_errors():
+        cfg = load_scheduler_config(config)
+        manifests = load_manifests(filename)
+    with _user_errors(cfg):
+        registry = _registry(plugin)
+        data = run_explain(manifests, cfg, registry, seed=seed)
+    if output == OutputFormat.json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        from kubeberth.report.explain_table import render_explain
+
+        render_explain(console, data)
+
+
+@app.command("plugins")
+def list_plugins(plugin: PluginOpt = None) -> None:
+    """List the registered plugins and the extension points each implements."""
+    from kubeberth.report.explain_table import plugin_table
+
+    with _user_errors():
+        registry = _registry(plugin)
+        console.print(plugin_table(registry))
+
+
+@app.command()
+def version() -> None:
+    """Print the kubeberth version."""
+    console.print(__version__)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,1 @@
+"""Loaders for the upstream YAML kinds: manifests and KubeSchedulerConfiguration v1."""

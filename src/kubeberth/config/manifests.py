@@ -1,0 +1,295 @@
+"""Loading Kubernetes manifests (files, directories, stdin) into typed objects.
+
+A cluster and a workload are described the way users already describe them: the YAML they
+would ``kubectl apply``. This module checks each object's apiVersion and kind, decodes the kinds
+the scheduler itself needs (Node, Pod, PriorityClass, Namespace, PodDisruptionBudget) into
+:mod:`kubeberth.api.objects`, applies the server-side defaults that matter for scheduling (a pod's
+namespace), validates quantities eagerly so a bad ``cpu: 1x`` is reported at its line and not in
+the middle of a simulation, and keeps the documents of other known kinds (Kueue, PodGroup,
+workload controllers, DeschedulerPolicy, KubeSchedulerConfiguration, ...) raw for the layers that
+own them. It does not resolve references between objects (priority class names, queues): those
+belong to the layers that use them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kubeberth.api.errors import InputError
+from kubeberth.api.objects import (
+    Namespace,
+    Node,
+    ObjectMeta,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+)
+from kubeberth.api.resources import node_allocatable, pod_requests, resource_map
+from kubeberth.config.yamlsrc import STDIN, Document, convert, load_documents
+
+ANNOTATION_ARRIVAL = "kubeberth.io/arrival-seconds"
+ANNOTATION_DURATION = "kubeberth.io/duration-seconds"
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+DEFAULT_NAMESPACE = "default"
+# Upstream's HighestUserDefinablePriority: larger values are reserved for system-* classes.
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+_PERCENT = re.compile(r"[0-9]+%")
+
+_CORE = ("v1",)
+_KUEUE = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
+_SIG_SCHEDULING = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
+# kind -> accepted apiVersions. The first five are decoded here; the rest are kept raw.
+KNOWN_KINDS: dict[str, tuple[str, ...]] = {
+    "Node": _CORE,
+    "Pod": _CORE,
+    "PriorityClass": ("scheduling.k8s.io/v1",),
+    "Namespace": _CORE,
+    "PodDisruptionBudget": ("policy/v1",),
+    "ConfigMap": _CORE,
+    "Deployment": ("apps/v1",),
+    "ReplicaSet": ("apps/v1",),
+    "StatefulSet": ("apps/v1",),
+    "Job": ("batch/v1",),
+    "PodGroup": (*_SIG_SCHEDULING, "scheduling.volcano.sh/v1beta1"),
+    "ElasticQuota": _SIG_SCHEDULING,
+    "Queue": ("scheduling.volcano.sh/v1beta1",),
+    "ClusterQueue": _KUEUE,
+    "LocalQueue": _KUEUE,
+    "ResourceFlavor": _KUEUE,
+    "Workload": _KUEUE,
+    "WorkloadPriorityClass": _KUEUE,
+    "AdmissionCheck": _KUEUE,
+    "Cohort": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1alpha1"),
+    "Topology": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1alpha1"),
+    "Configuration": ("config.kueue.x-k8s.io/v1beta2", "config.kueue.x-k8s.io/v1beta1"),
+    "DeschedulerPolicy": ("descheduler/v1alpha2",),
+    "KubeSchedulerConfiguration": ("kubescheduler.config.k8s.io/v1",),
+}
+_EXPECTED_KINDS = "a kind kubeberth reads: " + ", ".join(
+    f"{kind} ({' or '.join(versions)})" for kind, versions in KNOWN_KINDS.items())
+
+
+@dataclass(slots=True)
+class Manifests:
+    """Every object found in the inputs, typed where kubeberth's core uses it."""
+
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
+    namespaces: list[Namespace] = field(default_factory=list)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    # Documents of the other known kinds, in input order, for the layers that parse them.
+    other: list[Document] = field(default_factory=list)
+    # (kind, namespace, name) -> the document that defined it, to locate later errors.
+    origins: dict[tuple[str, str, str], Document] = field(default_factory=dict)
+
+    def of_kind(self, *kinds: str) -> list[Document]:
+        """The raw documents of the given kinds, in input order."""
+        return [doc for doc in self.other if doc.kind in kinds]
+
+    def origin(self, kind: str, name: str, namespace: str = "") -> Document | None:
+        """Where an object was defined (namespace empty for cluster-scoped kinds)."""
+        return self.origins.get((kind, namespace, name))
+
+
+def manifest_files(paths: str | Path | Iterable[str | Path]) -> list[str]:
+    """Expand inputs: a directory stands for its *.yaml, *.yml and *.json files (sorted, not
+    recursive, as ``kubectl apply -f dir``), ``-`` for standard input."""
+    items = [paths] if isinstance(paths, str | Path) else list(paths)
+    files: list[str] = []
+    for item in items:
+        name = str(item)
+        if name == STDIN:
+            files.append(name)
+            continue
+        path = Path(item)
+        if path.is_dir():
+            files.extend(str(p) for p in sorted(path.iterdir())
+                         if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+        elif path.exists():
+            files.append(name)
+        else:
+            raise InputError("no such file or directory", source=name,
+                             expected="a manifest file, a directory of manifests or - for stdin")
+    return files
+
+
+def load_manifests(paths: str | Path | Iterable[str | Path]) -> Manifests:
+    """Read and validate every object in ``paths``."""
+    out = Manifests()
+    global_default: Document | None = None
+    for name in manifest_files(paths):
+        for doc in load_documents(name):
+            kind = _check_kind(doc)
+            if kind == "Pod":
+                pod = _pod(doc)
+                _remember(out, doc, kind, pod.metadata.namespace, pod.metadata.name)
+                out.pods.append(pod)
+            elif kind == "Node":
+                node = _node(doc)
+                _remember(out, doc, kind, "", node.metadata.name)
+                out.nodes.append(node)
+            elif kind == "PriorityClass":
+                pc = _priority_class(doc)
+                if pc.global_default:
+                    if global_default is not None:
+                        raise doc.error(
+                            "a second PriorityClass is marked globalDefault", field="globalDefault",
+                            expected=f"at most one globalDefault PriorityClass (the first is "
+                            f"{_where(global_default)})")
+                    global_default = doc
+                _remember(out, doc, kind, "", pc.metadata.name)
+                out.priority_classes.append(pc)
+            elif kind == "Namespace":
+                ns = convert(doc, Namespace)
+                _require_name(doc, ns.metadata)
+                _remember(out, doc, kind, "", ns.metadata.name)
+                out.namespaces.append(ns)
+            elif kind == "PodDisruptionBudget":
+                pdb = _pdb(doc)
+                _remember(out, doc, kind, pdb.metadata.namespace, pdb.metadata.name)
+                out.pdbs.append(pdb)
+            else:
+                out.other.append(doc)
+    return out
+
+
+def pod_timing(pod: Pod) -> tuple[float, float | None]:
+    """A pod's simulated arrival time (default 0) and run time (None: runs until the end).
+
+    Read from the annotations ``kubeberth.io/arrival-seconds`` and
+    ``kubeberth.io/duration-seconds``; errors name the annotation's field path.
+    """
+    annotations = pod.metadata.annotations
+    arrival = 0.0
+    if ANNOTATION_ARRIVAL in annotations:
+        arrival = _seconds(annotations[ANNOTATION_ARRIVAL], ANNOTATION_ARRIVAL)
+    duration = None
+    if ANNOTATION_DURATION in annotations:
+        duration = _seconds(annotations[ANNOTATION_DURATION], ANNOTATION_DURATION)
+    return arrival, duration
+
+
+def _seconds(raw: str, annotation: str) -> float:
+    expected = 'a non-negative number of seconds as a string, such as "0", "30" or "2.5"'
+    field = f"metadata.annotations.{annotation}"
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InputError(f"{raw!r} is not a number of seconds", field=field,
+                         expected=expected) from None
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{raw!r} is not a non-negative finite number of seconds", field=field,
+                         expected=expected)
+    return value
+
+
+def _check_kind(doc: Document) -> str:
+    kind = doc.data.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise doc.error("the object has no kind", field="kind", expected=_EXPECTED_KINDS)
+    versions = KNOWN_KINDS.get(kind)
+    if versions is None:
+        raise doc.error(f"unknown kind {kind!r}", field="kind", expected=_EXPECTED_KINDS)
+    api = doc.data.get("apiVersion")
+    if api not in versions:
+        shown = f"apiVersion {api!r}" if api is not None else "no apiVersion"
+        raise doc.error(f"{kind} has {shown}", field="apiVersion",
+                        expected="apiVersion: " + " or ".join(versions))
+    return kind
+
+
+def _require_name(doc: Document, meta: ObjectMeta) -> None:
+    if not meta.name:
+        raise doc.error(f"the {doc.kind} has no name", field="metadata.name",
+                        expected="a non-empty metadata.name")
+
+
+def _remember(out: Manifests, doc: Document, kind: str, namespace: str, name: str) -> None:
+    key = (kind, namespace, name)
+    first = out.origins.get(key)
+    if first is not None:
+        shown = f"{namespace}/{name}" if namespace else name
+        raise doc.error(f"{kind} {shown} is defined twice", field="metadata.name",
+                        expected=f"unique names (the first is at {_where(first)})")
+    out.origins[key] = doc
+
+
+def _where(doc: Document) -> str:
+    line = doc.line if doc.line is not None else doc.line_of("")
+    return f"{doc.source.name}:{line}" if line is not None else doc.source.name
+
+
+def _pod(doc: Document) -> Pod:
+    pod = convert(doc, Pod)
+    _require_name(doc, pod.metadata)
+    if not pod.metadata.namespace:
+        pod.metadata.namespace = DEFAULT_NAMESPACE
+    spec = pod.spec
+    if spec.preemption_policy is not None and spec.preemption_policy not in PREEMPTION_POLICIES:
+        raise doc.error(f"unknown preemptionPolicy {spec.preemption_policy!r}",
+                        field="spec.preemptionPolicy",
+                        expected=" or ".join(PREEMPTION_POLICIES))
+    try:
+        pod_requests(pod)
+        for kind, containers in (("containers", spec.containers),
+                                 ("initContainers", spec.init_containers)):
+            for i, c in enumerate(containers):
+                resource_map(c.resources.limits, f"spec.{kind}[{i}].resources.limits")
+        pod_timing(pod)
+    except InputError as err:
+        raise doc.locate(err) from None
+    return pod
+
+
+def _node(doc: Document) -> Node:
+    node = convert(doc, Node)
+    _require_name(doc, node.metadata)
+    try:
+        node_allocatable(node)
+        resource_map(node.status.capacity, "status.capacity")
+    except InputError as err:
+        raise doc.locate(err) from None
+    return node
+
+
+def _priority_class(doc: Document) -> PriorityClass:
+    pc = convert(doc, PriorityClass)
+    _require_name(doc, pc.metadata)
+    if pc.value > HIGHEST_USER_DEFINABLE_PRIORITY and not pc.metadata.name.startswith("system-"):
+        raise doc.error(f"value {pc.value} is above the user-definable range", field="value",
+                        expected=f"at most {HIGHEST_USER_DEFINABLE_PRIORITY} (higher values are "
+                        "reserved for classes named system-*)")
+    if pc.preemption_policy not in PREEMPTION_POLICIES:
+        raise doc.error(f"unknown preemptionPolicy {pc.preemption_policy!r}",
+                        field="preemptionPolicy", expected=" or ".join(PREEMPTION_POLICIES))
+    return pc
+
+
+def _pdb(doc: Document) -> PodDisruptionBudget:
+    pdb = convert(doc, PodDisruptionBudget)
+    _require_name(doc, pdb.metadata)
+    if not pdb.metadata.namespace:
+        pdb.metadata.namespace = DEFAULT_NAMESPACE
+    spec = pdb.spec
+    if spec.min_available is not None and spec.max_unavailable is not None:
+        raise doc.error("minAvailable and maxUnavailable are both set", field="spec.maxUnavailable",
+                        expected="only one of minAvailable and maxUnavailable")
+    for name, value in (("minAvailable", spec.min_available),
+                        ("maxUnavailable", spec.max_unavailable)):
+        if isinstance(value, int) and value < 0:
+            raise doc.error(f"{name} is negative ({value})", field=f"spec.{name}",
+                            expected="a non-negative integer or a percentage such as \"50%\"")
+        if isinstance(value, str) and not _is_percent(value):
+            raise doc.error(f"{name} {value!r} is not a percentage", field=f"spec.{name}",
+                            expected="a non-negative integer or a percentage from 0% to 100%")
+    return pdb
+
+
+def _is_percent(value: str) -> bool:
+    return _PERCENT.fullmatch(value) is not None and int(value[:-1]) <= 100

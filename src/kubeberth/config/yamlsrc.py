@@ -1,0 +1,473 @@
+"""Reading YAML/JSON input files so that every later error can name file, line and field.
+
+Kubernetes users read errors against the file they wrote, so each document keeps the way back
+from a field path (``spec.containers[0].resources.requests.cpu``) to its 1-based line. Documents
+are loaded with PyYAML's C loader (composed to nodes, then constructed), and the node trees are
+dropped straight away: large manifests would otherwise hold every scalar twice. Only when a line
+is wanted, which happens on the error path, is the file composed again and the path walked.
+This module does not know any Kubernetes kind; it only splits files into documents (including
+``kind: List`` items), decodes duplicate keys, nulls and timestamps as Kubernetes does, and
+turns ``msgspec`` validation errors into located :class:`InputError`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import yaml
+
+from kubeberth.api.errors import InputError
+
+STDIN = "-"
+EXPECTED_YAML = (
+    "YAML or JSON: 'key: value' pairs indented with spaces, list items starting with '- ', "
+    "documents separated by '---'"
+)
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_T = TypeVar("_T")
+
+# libyaml's wording for the mistakes people actually make, said in plain words.
+_TOKEN_PROBLEM = "found character that cannot start any token"
+_PLAIN_PROBLEMS = {
+    _TOKEN_PROBLEM:
+        "a character that cannot start a YAML token (a tab used for indentation, or an "
+        "unquoted value starting with '@', '`' or '%')",
+    "mapping values are not allowed in this context":
+        "a 'key: value' pair where none is allowed (a value containing ': ' that needs "
+        "quotes, or a key indented differently from its neighbours)",
+    "did not find expected key":
+        "a line indented differently from the keys around it",
+    "did not find expected '-' indicator":
+        "a list item indented differently from the items before it",
+    "could not find expected ':'":
+        "a line without ':' where a 'key: value' pair was expected",
+    "found unexpected end of stream":
+        "the file ends inside a quoted string",
+    "did not find expected ',' or ']'": "a '[' list that is never closed with ']'",
+    "did not find expected ',' or '}'": "a '{' mapping that is never closed with '}'",
+}
+
+
+class _DuplicateKey(yaml.constructor.ConstructorError):
+    """A mapping names the same key twice."""
+
+
+class _Loader(yaml.CSafeLoader):
+    """The C safe loader, decoding as Kubernetes' YAML reader (sigs.k8s.io/yaml) does.
+
+    Duplicate keys are errors (strict decoding); ``key: null`` is dropped, since Kubernetes
+    decodes null as "not set"; timestamps stay strings, as go-yaml keeps them when decoding
+    into untyped values.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        has_merge = any(key.tag == _MERGE_TAG for key, _ in node.value)
+        if has_merge:
+            _check_duplicates(node)
+        count = len(node.value)
+        mapping = super().construct_mapping(node, deep)
+        if not has_merge and len(mapping) != count:
+            _check_duplicates(node)
+        if None in mapping.values():
+            return {k: v for k, v in mapping.items() if v is not None}
+        return mapping
+
+
+def _timestamp_as_string(loader: _Loader, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_string)
+
+
+def _check_duplicates(node: yaml.MappingNode) -> None:
+    seen: dict[str, yaml.Node] = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+            continue
+        first = seen.get(key_node.value)
+        if first is not None:
+            raise _DuplicateKey(
+                None, None,
+                f"duplicate key {key_node.value!r} (first given on line "
+                f"{first.start_mark.line + 1})",
+                key_node.start_mark,
+            )
+        seen[key_node.value] = key_node
+
+
+class Source:
+    """One input's text; its YAML node trees are composed only when a line number is wanted."""
+
+    def __init__(self, name: str, text: str, *, is_json: bool = False) -> None:
+        self.name = name
+        self.text = text
+        self.is_json = is_json
+        self._roots: list[yaml.Node] | None = None
+
+    def root(self, index: int) -> yaml.Node | None:
+        """The node tree of document ``index`` (None if the text cannot be composed as YAML)."""
+        if self._roots is None:
+            # JSON allows tabs as whitespace where YAML's block context does not; inside JSON
+            # strings tabs must be escaped, so replacing them keeps every line number.
+            text = self.text.replace("\t", " ") if self.is_json else self.text
+            roots: list[yaml.Node] = []
+            loader = _Loader(text)
+            try:
+                while loader.check_node():
+                    node = loader.get_node()
+                    if node is not None:
+                        roots.append(node)
+            except yaml.YAMLError:
+                pass  # only JSON that YAML cannot read gets here: its lines stay unknown
+            finally:
+                loader.dispose()
+            self._roots = roots
+        return self._roots[index] if index < len(self._roots) else None
+
+
+@dataclass(slots=True)
+class Document:
+    """One Kubernetes object read from a source: its data and the way back to its lines.
+
+    ``base`` is the object's own path inside its YAML document (``items[3]`` for an item of a
+    ``kind: List``); field paths given to :meth:`line_of` and errors are relative to the object.
+    """
+
+    data: dict[str, Any]
+    source: Source
+    index: int
+    # Where the object starts, when known without composing the file again (YAML input).
+    line: int | None
+    base: str = ""
+
+    @property
+    def kind(self) -> str:
+        kind = self.data.get("kind")
+        return kind if isinstance(kind, str) else ""
+
+    @property
+    def api_version(self) -> str:
+        api = self.data.get("apiVersion")
+        return api if isinstance(api, str) else ""
+
+    def line_of(self, path: str) -> int | None:
+        """1-based line of ``path``, or of its nearest ancestor that exists in the file."""
+        root = self.source.root(self.index)
+        if root is None:
+            return self.line
+        return _node_line(root, join_path(self.base, path))
+
+    def locate(self, err: InputError) -> InputError:
+        """``err`` placed in this document: source, the line of its field, the full field path."""
+        line = err.line
+        if line is None:
+            line = self.line_of(err.field or "") if err.field or self.line is None else self.line
+        return err.at(source=self.source.name, line=line, field=self.base or None)
+
+    def error(self, message: str, *, field: str | None = None,
+              expected: str | None = None) -> InputError:
+        """A new InputError located at ``field`` of this document."""
+        return self.locate(InputError(message, field=field, expected=expected))
+
+
+def join_path(base: str, path: str) -> str:
+    """Append a relative field path (``spec.x`` or ``[2].y``) to ``base``."""
+    if not base:
+        return path
+    if not path:
+        return base
+    return base + path if path.startswith("[") else f"{base}.{path}"
+
+
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
+def _node_line(node: yaml.Node, path: str) -> int:
+    """Walk ``path`` through a node tree as far as it exists; return that node's line.
+
+    Mapping keys may contain dots (``nvidia.com/gpu``, ``app.kubernetes.io/name``), so at each
+    mapping the longest key that prefixes the rest of the path wins.
+    """
+    line: int = node.start_mark.line + 1
+    rest = path
+    while rest:
+        if rest[0] == ".":
+            rest = rest[1:]
+            continue
+        if rest[0] == "[":
+            m = _INDEX.match(rest)
+            if m is None or not isinstance(node, yaml.SequenceNode):
+                break
+            i = int(m[1])
+            if i >= len(node.value):
+                break
+            node = node.value[i]
+            line = node.start_mark.line + 1
+            rest = rest[m.end():]
+            continue
+        if not isinstance(node, yaml.MappingNode):
+            break
+        best: tuple[yaml.Node, yaml.Node] | None = None
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if (isinstance(key_node, yaml.ScalarNode) and key and rest.startswith(key)
+                    and (len(rest) == len(key) or rest[len(key)] in ".[")
+                    and (best is None or len(key) > len(best[0].value))):
+                best = (key_node, value_node)
+        if best is None:
+            break
+        line = best[0].start_mark.line + 1
+        rest = rest[len(best[0].value):]
+        node = best[1]
+    return line
+
+
+def read_source(path: str | Path) -> Source:
+    """Read a file (or standard input for ``-``) as UTF-8 text."""
+    name = str(path)
+    if name == STDIN:
+        return Source("<stdin>", sys.stdin.read())
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError("the file is not UTF-8 text", source=name,
+                         expected="a UTF-8 encoded YAML or JSON file") from None
+    except OSError as err:
+        raise InputError(f"cannot read the file: {err.strerror or err}", source=name,
+                         expected="a readable YAML or JSON file") from None
+    return Source(name, text, is_json=name.endswith(".json"))
+
+
+def load_documents(path: str | Path) -> list[Document]:
+    """Every object in a file: its documents, with ``kind: List`` items split out."""
+    return parse_source(read_source(path))
+
+
+def parse_source(source: Source) -> list[Document]:
+    """Split a source into objects; malformed input raises InputError with the parser's line."""
+    stripped = source.text.lstrip()
+    if source.is_json or stripped.startswith(("{", "[")):
+        try:
+            value = json.loads(source.text, object_hook=_without_nulls)
+        except json.JSONDecodeError as err:
+            if source.is_json:
+                raise InputError(f"invalid JSON: {err.msg} (column {err.colno})",
+                                 source=source.name, line=err.lineno,
+                                 expected="a JSON object or list of objects") from None
+        else:
+            source.is_json = True
+            return _split(source, 0, value, None)
+    docs: list[Document] = []
+    loader = _Loader(source.text)
+    try:
+        index = 0
+        while loader.check_node():
+            node = loader.get_node()
+            docs.extend(_split(source, index, loader.construct_document(node), node))
+            index += 1
+    except yaml.MarkedYAMLError as err:
+        raise _yaml_error(source, err) from None
+    except yaml.YAMLError as err:
+        raise InputError(f"invalid YAML: {err}", source=source.name,
+                         expected=EXPECTED_YAML) from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def _split(source: Source, index: int, value: Any, node: yaml.Node | None) -> list[Document]:
+    """One document's objects: none for an empty document, the items of a list kind."""
+    if value is None:
+        return []
+    line = node.start_mark.line + 1 if node is not None else None
+    if not isinstance(value, dict):
+        raise InputError(f"the document is a {_kind_of(value)}, not an object", source=source.name,
+                         line=line, expected="a mapping with apiVersion, kind and metadata")
+    kind = value.get("kind")
+    items = value.get("items")
+    if isinstance(kind, str) and kind.endswith("List") and "items" in value:
+        if not isinstance(items, list):
+            raise InputError(f"items is a {_kind_of(items)}", source=source.name, line=line,
+                             field="items", expected="a list of objects")
+        item_node = _mapping_value(node, "items")
+        api = value.get("apiVersion")
+        item_kind = kind[: -len("List")]
+        return [_item(source, index, item, f"items[{i}]", _child_line(item_node, i, line),
+                      item_kind, api if isinstance(api, str) else "")
+                for i, item in enumerate(items)]
+    return [Document(value, source, index, line)]
+
+
+def _item(source: Source, index: int, item: Any, base: str, line: int | None, kind: str,
+          api: str) -> Document:
+    if not isinstance(item, dict):
+        raise InputError(f"the list item is a {_kind_of(item)}, not an object",
+                         source=source.name, line=line, field=base,
+                         expected="a mapping with apiVersion, kind and metadata")
+    # Typed lists (PodList from the API) leave kind and apiVersion off their items.
+    if kind and "kind" not in item:
+        item["kind"] = kind
+        if api and "apiVersion" not in item:
+            item["apiVersion"] = api
+    return Document(item, source, index, line, base)
+
+
+def _mapping_value(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+                found: yaml.Node = value_node
+                return found
+    return None
+
+
+def _child_line(node: yaml.Node | None, i: int, default: int | None) -> int | None:
+    if isinstance(node, yaml.SequenceNode) and i < len(node.value):
+        return int(node.value[i].start_mark.line) + 1
+    return default
+
+
+def _yaml_error(source: Source, err: yaml.MarkedYAMLError) -> InputError:
+    problem = (err.problem or str(err)).strip()
+    text = _PLAIN_PROBLEMS.get(problem, problem)
+    mark = err.problem_mark or err.context_mark
+    if mark is not None and problem == _TOKEN_PROBLEM and _char_at(source.text, mark) == "\t":
+        text = "a tab character; YAML indents with spaces only"
+    if err.context and err.context_mark is not None and err.problem_mark is not None \
+            and err.context_mark.line != err.problem_mark.line:
+        text += f" ({err.context} that starts on line {err.context_mark.line + 1})"
+    where = f" at column {mark.column + 1}" if mark is not None else ""
+    line = mark.line + 1 if mark is not None else None
+    expected = "each key at most once in a mapping" if isinstance(err, _DuplicateKey) \
+        else EXPECTED_YAML
+    return InputError(f"invalid YAML{where}: {text}", source=source.name, line=line,
+                      expected=expected)
+
+
+def _char_at(text: str, mark: yaml.Mark) -> str:
+    lines = text.splitlines()
+    if mark.line < len(lines) and mark.column < len(lines[mark.line]):
+        return lines[mark.line][mark.column]
+    return ""
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "mapping"
+    return "null" if value is None else type(value).__name__
+
+
+# ---- typed conversion -------------------------------------------------------------------------
+
+_MSGSPEC_ERROR = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_EXPECTED_GOT = re.compile(r"^Expected `(?P<want>[^`]+)`, got `(?P<got>[^`]+)`$")
+_MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]+)`$")
+_TYPE_WORDS = {
+    "int": "an integer", "float": "a number", "str": "a string", "bool": "true or false",
+    "object": "a mapping", "array": "a list", "null": "null",
+}
+_GOT_TYPES: dict[str, tuple[type, ...]] = {
+    "int": (int,), "float": (float,), "str": (str,), "bool": (bool,), "object": (dict,),
+    "array": (list,), "null": (type(None),),
+}
+
+
+def _without_nulls(obj: dict[str, Any]) -> dict[str, Any]:
+    """JSON objects without ``key: null`` entries (Kubernetes decodes null as "not set")."""
+    if None in obj.values():
+        return {k: v for k, v in obj.items() if v is not None}
+    return obj
+
+
+def convert(doc: Document, type_: type[_T]) -> _T:
+    """Decode ``doc`` into a msgspec type with Kubernetes' typing rules, errors located.
+
+    Decoding is strict about scalar types (a quoted ``"3"`` is not an integer), as kubectl is;
+    unions such as ``int | str`` for IntOrString and quantities accept both forms.
+    """
+    try:
+        return msgspec.convert(doc.data, type_, strict=True)
+    except msgspec.ValidationError as err:
+        raise doc.locate(validation_error(str(err), doc.data)) from None
+
+
+def validation_error(text: str, data: Any) -> InputError:
+    """Turn a msgspec validation message (with its ``$.a.b[0]`` path) into an InputError."""
+    m = _MSGSPEC_ERROR.match(text)
+    msg = m["msg"] if m else text
+    path = (m["path"] or "").lstrip(".") if m else ""
+    eg = _EXPECTED_GOT.match(msg)
+    if path.endswith("[...]"):
+        # msgspec does not say which mapping key failed; find the first value of the type it got.
+        path = path[: -len("[...]")]
+        parent = _lookup(data, path)
+        wanted = _GOT_TYPES.get(eg["got"], ()) if eg else ()
+        if isinstance(parent, dict):
+            for key, value in parent.items():
+                if not wanted or (isinstance(value, wanted)
+                                  and not (bool not in wanted and isinstance(value, bool))):
+                    path = f"{path}.{key}" if path else str(key)
+                    break
+    if eg:
+        value = _lookup(data, path)
+        shown = "" if isinstance(value, dict | list) else f" {value!r}"
+        return InputError(f"got {_TYPE_WORDS.get(eg['got'], eg['got'])}{shown}",
+                          field=path or None, expected=_type_words(eg["want"]))
+    missing = _MISSING.match(msg)
+    if missing:
+        name = missing["name"]
+        return InputError(f"required field {name} is missing",
+                          field=f"{path}.{name}" if path else name,
+                          expected=f"a value for {name}")
+    return InputError(msg, field=path or None)
+
+
+def _type_words(want: str) -> str:
+    words = [_TYPE_WORDS.get(part.strip(), part.strip()) for part in want.split("|")]
+    words = [w for w in words if w != "null"] or words
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _lookup(data: Any, path: str) -> Any:
+    """The value at ``path`` in plain data (longest-key match, as :func:`_node_line`)."""
+    rest = path
+    while rest:
+        if rest[0] == ".":
+            rest = rest[1:]
+            continue
+        if rest[0] == "[":
+            m = _INDEX.match(rest)
+            if m is None or not isinstance(data, list) or int(m[1]) >= len(data):
+                return None
+            data = data[int(m[1])]
+            rest = rest[m.end():]
+            continue
+        if not isinstance(data, dict):
+            return None
+        best = ""
+        for key in data:
+            if (isinstance(key, str) and key and rest.startswith(key)
+                    and (len(rest) == len(key) or rest[len(key)] in ".[") and len(key) > len(best)):
+                best = key
+        if not best:
+            return None
+        data = data[best]
+        rest = rest[len(best):]
+    return data

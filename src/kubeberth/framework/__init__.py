@@ -1,0 +1,1 @@
+"""Scheduling framework: extension points, statuses, registry, profiles, queue, scheduler."""

@@ -1,0 +1,420 @@
+"""One profile's plugins, instantiated and ordered per extension point, and the runners that call
+them: the ``frameworkImpl`` of kube-scheduler.
+
+Plugin sets are expanded the way upstream expands ``multiPoint``: a plugin enabled there joins
+every extension point it implements unless that point disables it (or ``'*'``); a plugin that a
+specific point also enables keeps that point's order and weight. Filter plugins run over all
+candidate nodes at once, each plugin only over the nodes that every earlier plugin accepted, so
+the first failing plugin per node is the one upstream would report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubeberth.api.errors import InputError
+from kubeberth.config.types import EXTENSION_POINTS, MULTI_POINT, Profile
+from kubeberth.framework.cycle_state import CycleState
+from kubeberth.framework.handle import Handle
+from kubeberth.framework.interface import (
+    MAX_NODE_SCORE,
+    MAX_WEIGHT,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    Diagnosis,
+    EnqueueExtensions,
+    FilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from kubeberth.framework.registry import Registry
+from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
+from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
+
+# Upstream default plugins that act on objects kubeberth does not model (volumes, host ports,
+# container images, DRA claims). Configurations may name them; they have nothing to decide here.
+UNMODELLED_PLUGINS = frozenset({
+    "NodePorts", "VolumeRestrictions", "NodeVolumeLimits", "EBSLimits", "GCEPDLimits",
+    "AzureDiskLimits", "CinderLimits", "VolumeBinding", "VolumeZone", "ImageLocality",
+    "DynamicResources", "NodeDeclaredFeatures",
+})
+
+_KINDS: dict[str, type[Plugin]] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
+
+
+@dataclass(slots=True)
+class FilterOutcome:
+    """Filter verdicts for a batch of nodes (node slot indices in ``nodes``)."""
+
+    nodes: IntArray
+    codes: np.ndarray[Any, np.dtype[np.int8]]
+    first_plugin: np.ndarray[Any, np.dtype[np.int32]]
+    reason_ids: np.ndarray[Any, np.dtype[np.int32]]
+    tables: list[list[tuple[str, ...]]]
+    plugin_names: list[str]
+    # Only when recorded: plugin name -> its result over all ``nodes``.
+    per_plugin: dict[str, FilterResult] = field(default_factory=dict)
+
+    @property
+    def feasible(self) -> IntArray:
+        feasible: IntArray = self.nodes[self.codes == 0]
+        return feasible
+
+    def reasons_at(self, pos: int) -> tuple[str, ...]:
+        k = int(self.first_plugin[pos])
+        return () if k < 0 else self.tables[k][int(self.reason_ids[pos])]
+
+    def plugin_at(self, pos: int) -> str:
+        k = int(self.first_plugin[pos])
+        return "" if k < 0 else self.plugin_names[k]
+
+
+@dataclass(slots=True)
+class ScoreOutcome:
+    nodes: IntArray
+    totals: IntArray
+    # plugin name -> (raw, normalized, weighted), each aligned with ``nodes``; only if recorded.
+    per_plugin: dict[str, tuple[IntArray, IntArray, IntArray]] = field(default_factory=dict)
+
+
+class Framework:
+    def __init__(self, profile: Profile, registry: Registry, handle: Handle) -> None:
+        self.profile_name = profile.scheduler_name
+        self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
+        self.handle = handle
+        self.unmodelled: list[str] = []
+        self._instances: dict[str, Plugin] = {}
+        self._profile = profile
+        self._registry = registry
+        points = self._expand(profile)
+        self.pre_enqueue: list[PreEnqueuePlugin] = self._typed(points, "preEnqueue")
+        sorts: list[QueueSortPlugin] = self._typed(points, "queueSort")
+        self.pre_filter: list[PreFilterPlugin] = self._typed(points, "preFilter")
+        self.filter: list[FilterPlugin] = self._typed(points, "filter")
+        self.post_filter: list[PostFilterPlugin] = self._typed(points, "postFilter")
+        self.pre_score: list[PreScorePlugin] = self._typed(points, "preScore")
+        self.score: list[ScorePlugin] = self._typed(points, "score")
+        self.reserve: list[ReservePlugin] = self._typed(points, "reserve")
+        self.permit: list[PermitPlugin] = self._typed(points, "permit")
+        self.pre_bind: list[PreBindPlugin] = self._typed(points, "preBind")
+        self.bind: list[BindPlugin] = self._typed(points, "bind")
+        self.post_bind: list[PostBindPlugin] = self._typed(points, "postBind")
+        self.score_weights: dict[str, int] = {}
+        for name, weight in points["score"]:
+            w = weight or 1
+            if w < 0 or w > MAX_WEIGHT:
+                raise InputError(f"score plugin {name!r} has weight {w}",
+                                 field=f"profiles[{profile.index}].plugins.score",
+                                 expected=f"a weight between 1 and {MAX_WEIGHT}")
+            self.score_weights[name] = w
+        where = f"profiles[{profile.index}].plugins"
+        if len(sorts) != 1:
+            raise InputError(f"profile {profile.scheduler_name!r} has {len(sorts)} queueSort "
+                             "plugins", field=f"{where}.queueSort",
+                             expected="exactly one queueSort plugin (PrioritySort by default)")
+        self.queue_sort = sorts[0]
+        if not self.bind:
+            raise InputError(f"profile {profile.scheduler_name!r} has no bind plugin",
+                             field=f"{where}.bind", expected="at least one bind plugin "
+                             "(DefaultBinder by default)")
+        self.filter_names = [p.name for p in self.filter]
+
+    # ---- construction ----------------------------------------------------------------------
+    def plugin(self, name: str) -> Plugin:
+        inst = self._instances.get(name)
+        if inst is None:
+            factory = self._registry.get(name)
+            prefix = f"profiles[{self._profile.index}]"
+            if factory is None:
+                raise InputError(f"unknown plugin {name!r}", field=f"{prefix}.plugins",
+                                 expected="one of " + ", ".join(self._registry)
+                                 + " (or an out-of-tree plugin registered with --plugin)")
+            args = self._profile.plugin_config.get(name)
+            try:
+                inst = factory(args, self.handle)
+            except InputError as err:
+                path = self._profile.plugin_config_path.get(name, f"{prefix}.pluginConfig")
+                raise err.at(field=path) from None
+            self._instances[name] = inst
+        return inst
+
+    def _expand(self, profile: Profile) -> dict[str, list[tuple[str, int]]]:
+        multi = profile.plugins.get(MULTI_POINT)
+        multi_enabled = [(r.name, r.weight) for r in (multi.enabled if multi else [])]
+        multi_names = {n for n, _ in multi_enabled}
+        out: dict[str, list[tuple[str, int]]] = {}
+        for point in EXTENSION_POINTS:
+            kind = _KINDS[point]
+            pset = profile.plugins.get(point)
+            specific = [(r.name, r.weight) for r in (pset.enabled if pset else [])]
+            disabled = set(pset.disabled if pset else [])
+            specific_names = {n for n, _ in specific}
+            for name, _ in specific:
+                if name in UNMODELLED_PLUGINS:
+                    continue
+                if not isinstance(self.plugin(name), kind):
+                    raise InputError(f"plugin {name!r} does not extend {point}",
+                                     field=f"profiles[{profile.index}].plugins.{point}.enabled",
+                                     expected=f"a plugin that implements {point}")
+            overrides = [(n, w) for n, w in specific if n in multi_names]
+            from_multi: list[tuple[str, int]] = []
+            if "*" not in disabled:
+                for name, weight in multi_enabled:
+                    if name in disabled or name in specific_names or name in UNMODELLED_PLUGINS:
+                        continue
+                    if isinstance(self.plugin(name), kind):
+                        from_multi.append((name, weight))
+            rest = [(n, w) for n, w in specific if n not in multi_names]
+            chosen = []
+            seen: set[str] = set()
+            for name, weight in overrides + from_multi + rest:
+                if name in UNMODELLED_PLUGINS:
+                    if name not in self.unmodelled:
+                        self.unmodelled.append(name)
+                    continue
+                if name in seen:
+                    raise InputError(f"plugin {name!r} is enabled twice for {point}",
+                                     field=f"profiles[{profile.index}].plugins.{point}",
+                                     expected="each plugin at most once per extension point")
+                seen.add(name)
+                chosen.append((name, weight))
+            out[point] = chosen
+        for name, _ in multi_enabled:
+            if name in UNMODELLED_PLUGINS and name not in self.unmodelled:
+                self.unmodelled.append(name)
+        return out
+
+    def _typed(self, points: Mapping[str, list[tuple[str, int]]], point: str) -> list[Any]:
+        return [self.plugin(name) for name, _ in points[point]]
+
+    def enqueue_events(self) -> dict[str, list[Any]]:
+        """Plugin name -> the cluster events it registered (EnqueueExtensions)."""
+        return {name: p.events_to_register() for name, p in self._instances.items()
+                if isinstance(p, EnqueueExtensions)}
+
+    # ---- runners ---------------------------------------------------------------------------
+    def run_pre_enqueue(self, pod: PodInfo) -> Status:
+        for p in self.pre_enqueue:
+            st = p.pre_enqueue(pod)
+            if not st.ok:
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_pre_filter(self, state: CycleState, pod: PodInfo,
+                       snap: ClusterState) -> tuple[set[str] | None, Status]:
+        allowed: set[str] | None = None
+        narrowing: list[str] = []
+        for p in self.pre_filter:
+            result, st = p.pre_filter(state, pod, snap)
+            if st.code == Code.SKIP:
+                state.skip_filter.add(p.name)
+                continue
+            if not st.ok:
+                if st.code == Code.ERROR:
+                    return None, st.with_plugin(p.name)
+                return None, st.with_plugin(p.name)
+            if result is not None and result.node_names is not None:
+                narrowing.append(p.name)
+                allowed = set(result.node_names) if allowed is None \
+                    else allowed & result.node_names
+                if not allowed:
+                    msg = (f"node(s) didn't satisfy plugin(s) {narrowing} simultaneously"
+                           if len(narrowing) > 1 else f"node(s) didn't satisfy plugin {p.name}")
+                    return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,), p.name)
+        return allowed, SUCCESS
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
+                                         to_add: PodInfo, node: int,
+                                         snap: ClusterState) -> Status:
+        """Tell PreFilter state that ``to_add`` is (hypothetically) on ``node``."""
+        for p in self.pre_filter:
+            ext = p.pre_filter_extensions()
+            if ext is None or p.name in state.skip_filter:
+                continue
+            st = ext.add_pod(state, pod, to_add, node, snap)
+            if not st.ok:
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo,
+                                            to_remove: PodInfo, node: int,
+                                            snap: ClusterState) -> Status:
+        """Tell PreFilter state that ``to_remove`` is (hypothetically) gone from ``node``."""
+        for p in self.pre_filter:
+            ext = p.pre_filter_extensions()
+            if ext is None or p.name in state.skip_filter:
+                continue
+            st = ext.remove_pod(state, pod, to_remove, node, snap)
+            if not st.ok:
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_filters(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                    nodes: IntArray, *, record: bool = False) -> FilterOutcome:
+        n = len(nodes)
+        codes = np.zeros(n, dtype=np.int8)
+        first = np.full(n, -1, dtype=np.int32)
+        rids = np.zeros(n, dtype=np.int32)
+        tables: list[list[tuple[str, ...]]] = []
+        out = FilterOutcome(nodes, codes, first, rids, tables, [p.name for p in self.filter])
+        alive = np.arange(n)
+        for k, p in enumerate(self.filter):
+            if p.name in state.skip_filter:
+                tables.append([()])
+                continue
+            batch = np.arange(n) if record else alive
+            if batch.size == 0:
+                tables.append([()])
+                continue
+            res = p.filter(state, pod, snap, nodes[batch])
+            tables.append(res.reasons)
+            if record:
+                out.per_plugin[p.name] = res
+            failed = res.codes != 0
+            newly = failed & (codes[batch] == 0)
+            pos = batch[newly]
+            codes[pos] = res.codes[newly]
+            first[pos] = k
+            rids[pos] = res.reason_ids[newly]
+            alive = np.flatnonzero(codes == 0)
+        return out
+
+    def run_filters_on_node(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                            node: int) -> Status:
+        """All filters on one node, first failure wins (preemption's what-if checks)."""
+        out = self.run_filters(state, pod, snap, np.array([node], dtype=np.int64))
+        if out.codes[0] == 0:
+            return SUCCESS
+        return Status(Code(int(out.codes[0])), out.reasons_at(0), out.plugin_at(0))
+
+    def run_post_filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                        diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status]:
+        last = Status(Code.UNSCHEDULABLE)
+        for p in self.post_filter:
+            result, st = p.post_filter(state, pod, snap, diagnosis)
+            if st.ok:
+                return result, st.with_plugin(p.name)
+            if st.code == Code.ERROR:
+                return None, st.with_plugin(p.name)
+            last = st.with_plugin(p.name)
+        return None, last
+
+    def run_pre_score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                      nodes: IntArray) -> Status:
+        for p in self.pre_score:
+            st = p.pre_score(state, pod, snap, nodes)
+            if st.code == Code.SKIP:
+                state.skip_score.add(p.name)
+            elif not st.ok:
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_score(self, state: CycleState, pod: PodInfo, snap: ClusterState, nodes: IntArray,
+                  *, record: bool = False) -> ScoreOutcome:
+        totals = np.zeros(len(nodes), dtype=np.int64)
+        out = ScoreOutcome(nodes, totals)
+        for p in self.score:
+            if p.name in state.skip_score:
+                continue
+            raw = np.asarray(p.score(state, pod, snap, nodes), dtype=np.int64)
+            normalized = p.normalize_score(state, pod, raw)
+            norm = raw if normalized is None else np.asarray(normalized, dtype=np.int64)
+            if norm.size and (norm.max() > MAX_NODE_SCORE or norm.min() < MIN_NODE_SCORE):
+                bad = int(norm.max() if norm.max() > MAX_NODE_SCORE else norm.min())
+                raise RuntimeError(f"plugin {p.name} returned score {bad} outside "
+                                   f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]")
+            weighted = norm * self.score_weights[p.name]
+            totals += weighted
+            if record:
+                out.per_plugin[p.name] = (raw, norm, weighted)
+        return out
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                    node: int) -> Status:
+        for p in self.reserve:
+            st = p.reserve(state, pod, snap, node)
+            if not st.ok:
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                      node: int) -> None:
+        for p in reversed(self.reserve):
+            p.unreserve(state, pod, snap, node)
+
+    def run_permit(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                   node: int) -> tuple[Status, dict[str, float]]:
+        """Success, a rejection, or Wait with plugin name -> timeout seconds."""
+        waits: dict[str, float] = {}
+        for p in self.permit:
+            st, timeout = p.permit(state, pod, snap, node)
+            if st.code == Code.WAIT:
+                waits[p.name] = timeout
+            elif not st.ok:
+                return st.with_plugin(p.name), {}
+        if waits:
+            return Status(Code.WAIT), waits
+        return SUCCESS, {}
+
+    def run_pre_bind(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                     node: int) -> Status:
+        for p in self.pre_bind:
+            st = p.pre_bind(state, pod, snap, node)
+            if not st.ok:
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_bind(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                 node: int) -> Status:
+        for p in self.bind:
+            st = p.bind(state, pod, snap, node)
+            if st.code == Code.SKIP:
+                continue
+            return st.with_plugin(p.name)
+        return Status(Code.SKIP, ("no bind plugin took the pod",))
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                      node: int) -> None:
+        for p in self.post_bind:
+            p.post_bind(state, pod, snap, node)
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """How many feasible nodes a cycle looks for before it stops filtering (upstream's
+    ``numFeasibleNodesToFind``): all below 100 nodes; else the percentage, adaptive when 0
+    (50% minus 1% per 125 nodes, at least 5%), never fewer than 100."""
+    min_nodes, min_percentage = 100, 5
+    if num_all_nodes < min_nodes:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct == 0:
+        pct = max(50 - num_all_nodes // 125, min_percentage)
+    num = num_all_nodes * pct // 100
+    return max(num, min_nodes)

@@ -1,0 +1,413 @@
+"""One scheduler: profiles, queue and the scheduling and binding cycles of kube-scheduler.
+
+``schedule_one`` is upstream's ``ScheduleOne`` for one popped pod: PreFilter, Filter over all
+candidate nodes from a rotating start index until ``numFeasibleNodesToFind`` feasible nodes are
+known, PostFilter (preemption) when none is, PreScore/Score/NormalizeScore, highest total with a
+seeded tie-break, then assume (the pod's requests are added to the snapshot at once, as the
+scheduler cache assumes), Reserve and Permit. The binding cycle (PreBind, Bind, PostBind) is a
+separate call so the host decides when it happens: the simulator runs it after a bind latency on
+its virtual clock, the live scheduler after the API round trip.
+
+The host applies every decision through three callables given at construction: ``binder`` (record
+pod → node; may fail), ``evictor`` (delete a preemption victim) and ``nominate`` (set or clear
+``status.nominatedNodeName``). The scheduler itself never talks to the world.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kubeberth.config.types import SchedulerConfiguration
+from kubeberth.framework.cycle_state import CycleState
+from kubeberth.framework.handle import Handle, WaitingPod
+from kubeberth.framework.interface import ClusterEvent, Diagnosis, QueuedPodInfo
+from kubeberth.framework.queue import SchedulingQueue
+from kubeberth.framework.registry import Registry
+from kubeberth.framework.runtime import (
+    FilterOutcome,
+    Framework,
+    ScoreOutcome,
+    num_feasible_nodes_to_find,
+)
+from kubeberth.framework.status import SUCCESS, Code, Status
+from kubeberth.state.cluster import ClusterState, PodInfo
+
+Binder = Callable[[PodInfo, str], Status]
+Evictor = Callable[[PodInfo, PodInfo], None]
+Nominate = Callable[[PodInfo, str | None], None]
+
+# Events the scheduler raises itself, as upstream's internal queue moves do.
+ASSIGNED_POD_DELETE = ClusterEvent("Pod", "Delete")
+NODE_ADD = ClusterEvent("Node", "Add")
+UNSCHEDULABLE_TIMEOUT = ClusterEvent("*", "UnschedulableTimeout")
+
+
+@dataclass(slots=True)
+class CycleResult:
+    """What one scheduling cycle decided for one pod."""
+
+    qpi: QueuedPodInfo
+    profile: str
+    # "assumed": reserved and permitted, binding cycle due; "waiting": held by Permit;
+    # "unschedulable"; "error".
+    outcome: str
+    node: str | None = None
+    status: Status = SUCCESS
+    message: str = ""
+    victims: list[PodInfo] = field(default_factory=list)
+    nominated_node: str | None = None
+    state: CycleState | None = None
+    # Filled only when recording (explain): every filter verdict and every computed score.
+    filters: FilterOutcome | None = None
+    scores: ScoreOutcome | None = None
+    evaluated: int = 0
+    feasible: int = 0
+
+    @property
+    def pod(self) -> PodInfo:
+        return self.qpi.info
+
+
+def fit_error_message(diagnosis: Diagnosis, num_nodes: int) -> str:
+    """Upstream FitError text: ``0/N nodes are available: <count> <reason>, ...``, with the
+    reason histogram sorted by reason text."""
+    if diagnosis.pre_filter_message:
+        return f"0/{num_nodes} nodes are available: {diagnosis.pre_filter_message}."
+    counts: Counter[str] = Counter()
+    for slot in np.flatnonzero(diagnosis.codes != 0):
+        for reason in diagnosis.reasons(int(slot)):
+            counts[reason] += 1
+    parts = sorted(f"{n} {reason}" for reason, n in counts.items())
+    return f"0/{num_nodes} nodes are available: {', '.join(parts)}."
+
+
+class Scheduler:
+    def __init__(
+        self,
+        config: SchedulerConfiguration,
+        registry: Registry,
+        snapshot: ClusterState,
+        *,
+        clock: Callable[[], float],
+        seed: int = 0,
+        binder: Binder,
+        evictor: Evictor,
+        nominate: Nominate | None = None,
+    ) -> None:
+        self.config = config
+        self.snapshot = snapshot
+        self.rng = np.random.default_rng(seed)
+        self.handle = Handle(snapshot, clock=clock, rng=self.rng,
+                             parallelism=config.parallelism)
+        self.frameworks: dict[str, Framework] = {}
+        for profile in config.profiles:
+            fw = Framework(profile, registry, self.handle)
+            self.frameworks[profile.scheduler_name] = fw
+        self.handle.frameworks = self.frameworks
+        first = next(iter(self.frameworks.values()))
+        events: dict[str, list[ClusterEvent]] = {}
+        for fw in self.frameworks.values():
+            for name, evs in fw.enqueue_events().items():
+                events.setdefault(name, list(evs))
+        self.queue = SchedulingQueue(
+            first.queue_sort.sort_key,
+            clock=clock,
+            pod_initial_backoff=config.pod_initial_backoff_seconds,
+            pod_max_backoff=config.pod_max_backoff_seconds,
+            pre_enqueue=self._pre_enqueue,
+            events_by_plugin=events,
+        )
+        self.binder = binder
+        self.evictor = evictor
+        self.nominate = nominate
+        self.next_start_node_index = 0
+        self.clock = clock
+        self._waiting: dict[str, tuple[QueuedPodInfo, CycleState]] = {}
+
+    # ---- queue front door ------------------------------------------------------------------
+    def responsible_for(self, pod: PodInfo) -> bool:
+        return pod.pod.spec.scheduler_name in self.frameworks
+
+    def _pre_enqueue(self, pod: PodInfo) -> Status:
+        return self.frameworks[pod.pod.spec.scheduler_name].run_pre_enqueue(pod)
+
+    def add(self, pod: PodInfo) -> None:
+        self.queue.add(pod)
+
+    # ---- scheduling cycle ------------------------------------------------------------------
+    def schedule_one(self, *, record: bool = False) -> CycleResult | None:
+        qpi = self.queue.pop()
+        if qpi is None:
+            return None
+        return self.schedule_pod(qpi, record=record)
+
+    def schedule_pod(self, qpi: QueuedPodInfo, *, record: bool = False) -> CycleResult:
+        pod = qpi.info
+        fw = self.frameworks[pod.pod.spec.scheduler_name]
+        cycle = self.queue.scheduling_cycle
+        state = CycleState()
+        result = self._schedule(fw, state, qpi, record)
+        if result.outcome != "assumed":
+            self._handle_failure(fw, result, cycle)
+            return result
+        node = self.snapshot.node_index[result.node or ""]
+        self.snapshot.add_pod(pod, node)
+        st = fw.run_reserve(state, pod, self.snapshot, node)
+        if not st.ok:
+            fw.run_unreserve(state, pod, self.snapshot, node)
+            self.snapshot.remove_pod(pod)
+            result.outcome = "unschedulable" if st.rejected else "error"
+            result.status = st
+            result.message = st.message()
+            self._handle_failure(fw, result, cycle)
+            return result
+        st, waits = fw.run_permit(state, pod, self.snapshot, node)
+        if st.code == Code.WAIT:
+            now = self.clock()
+            self.handle.waiting_pods.add(WaitingPod(
+                pod, node, fw.profile_name, deadline=now + min(waits.values()),
+                pending=set(waits)))
+            self._waiting[pod.key] = (qpi, state)
+            result.outcome = "waiting"
+            result.status = st
+            return result
+        if not st.ok:
+            fw.run_unreserve(state, pod, self.snapshot, node)
+            self.snapshot.remove_pod(pod)
+            result.outcome = "unschedulable" if st.rejected else "error"
+            result.status = st
+            result.message = st.message()
+            self._handle_failure(fw, result, cycle)
+            return result
+        return result
+
+    def _schedule(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo,
+                  record: bool) -> CycleResult:
+        pod = qpi.info
+        snap = self.snapshot
+        all_nodes = snap.node_ids()
+        num_all = len(all_nodes)
+        result = CycleResult(qpi, fw.profile_name, "unschedulable", state=state)
+        if num_all == 0:
+            result.message = "no nodes available to schedule pods"
+            result.status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (result.message,))
+            return result
+        allowed, st = fw.run_pre_filter(state, pod, snap)
+        if not st.ok:
+            codes = np.full(snap.num_nodes, int(st.code), dtype=np.int8)
+            diag = Diagnosis(codes, lambda _s: st.reasons, lambda _s: st.plugin,
+                             {st.plugin}, pre_filter_message=st.message())
+            if st.code == Code.ERROR:
+                result.outcome = "error"
+                result.status = st
+                result.message = st.message()
+                return result
+            return self._unschedulable(fw, state, pod, diag, result, num_all)
+        nodes = all_nodes
+        if allowed is not None:
+            keep = [snap.node_names[int(i)] in allowed for i in nodes]
+            nodes = nodes[np.array(keep, dtype=np.bool_)]
+        # Nominated node first (upstream evaluateNominatedNode).
+        nominated = pod.pod.status.nominated_node_name
+        if nominated and nominated in snap.node_index and not record:
+            idx = snap.node_index[nominated]
+            if snap.present[idx] and idx in set(nodes.tolist()):
+                one = np.array([idx], dtype=np.int64)
+                out = fw.run_filters(state, pod, snap, one)
+                out = self._check_nominated(fw, state, pod, out)
+                if out.codes[0] == 0:
+                    result.outcome = "assumed"
+                    result.node = nominated
+                    result.evaluated = result.feasible = 1
+                    return result
+        start = self.next_start_node_index % len(nodes) if len(nodes) else 0
+        ordered = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
+        out = fw.run_filters(state, pod, snap, ordered, record=record)
+        out = self._check_nominated(fw, state, pod, out)
+        feasible_pos = np.flatnonzero(out.codes == 0)
+        to_find = num_feasible_nodes_to_find(
+            fw.percentage_of_nodes_to_score if fw.percentage_of_nodes_to_score is not None
+            else self.config.percentage_of_nodes_to_score, num_all)
+        if len(feasible_pos) > to_find:
+            processed = int(feasible_pos[to_find - 1]) + 1
+            feasible_pos = feasible_pos[:to_find]
+        else:
+            processed = len(ordered)
+        if len(all_nodes):
+            self.next_start_node_index = (self.next_start_node_index + processed) % num_all
+        result.evaluated = processed
+        result.feasible = len(feasible_pos)
+        if record:
+            result.filters = out
+        if len(feasible_pos) == 0:
+            diag = self._diagnosis(out)
+            return self._unschedulable(fw, state, pod, diag, result, num_all)
+        feasible = ordered[feasible_pos]
+        if len(feasible) == 1 and not record:
+            result.outcome = "assumed"
+            result.node = snap.node_names[int(feasible[0])]
+            return result
+        st = fw.run_pre_score(state, pod, snap, feasible)
+        if not st.ok:
+            result.outcome = "error"
+            result.status = st
+            result.message = st.message()
+            return result
+        scores = fw.run_score(state, pod, snap, feasible, record=record)
+        if record:
+            result.scores = scores
+        best = np.flatnonzero(scores.totals == scores.totals.max())
+        pick = int(best[0]) if len(best) == 1 else int(best[int(self.rng.integers(len(best)))])
+        result.outcome = "assumed"
+        result.node = snap.node_names[int(feasible[pick])]
+        return result
+
+    def _check_nominated(self, fw: Framework, state: CycleState, pod: PodInfo,
+                         out: FilterOutcome) -> FilterOutcome:
+        """Upstream runs filters a second time with higher-or-equal priority pods nominated to a
+        node counted on it; a node passes only if both runs pass."""
+        nominator = self.handle.nominator
+        busy = nominator.nodes()
+        if not busy:
+            return out
+        snap = self.snapshot
+        for pos in np.flatnonzero(np.isin(out.nodes, busy) & (out.codes == 0)):
+            node = int(out.nodes[pos])
+            extra = [p for p in nominator.pods_for(node)
+                     if p.priority >= pod.priority and p.key != pod.key and p.node < 0]
+            if not extra:
+                continue
+            trial = state.clone()
+            for p in extra:
+                snap.add_pod(p, node)
+                fw.run_pre_filter_extension_add_pod(trial, pod, p, node, snap)
+            try:
+                st = fw.run_filters_on_node(trial, pod, snap, node)
+            finally:
+                for p in extra:
+                    snap.remove_pod(p)
+            if not st.ok:
+                out.codes[pos] = int(st.code)
+                k = out.plugin_names.index(st.plugin) if st.plugin in out.plugin_names else 0
+                out.first_plugin[pos] = k
+                out.tables[k] = [*out.tables[k], st.reasons]
+                out.reason_ids[pos] = len(out.tables[k]) - 1
+        return out
+
+    def _diagnosis(self, out: FilterOutcome) -> Diagnosis:
+        snap = self.snapshot
+        codes = np.zeros(snap.num_nodes, dtype=np.int8)
+        codes[out.nodes] = out.codes
+        pos_of: dict[int, int] = {int(n): i for i, n in enumerate(out.nodes.tolist())}
+        failed_plugins = {out.plugin_names[int(k)] for k in np.unique(out.first_plugin)
+                          if k >= 0}
+        return Diagnosis(
+            codes,
+            lambda slot: out.reasons_at(pos_of[slot]) if slot in pos_of else (),
+            lambda slot: out.plugin_at(pos_of[slot]) if slot in pos_of else "",
+            failed_plugins,
+            evaluated=out.nodes,
+        )
+
+    def _unschedulable(self, fw: Framework, state: CycleState, pod: PodInfo,
+                       diag: Diagnosis, result: CycleResult, num_all: int) -> CycleResult:
+        result.outcome = "unschedulable"
+        worst = int(diag.codes.max()) if diag.codes.size else int(Code.UNSCHEDULABLE)
+        message = fit_error_message(diag, num_all)
+        post, st = fw.run_post_filter(state, pod, self.snapshot, diag)
+        if post is not None and st.ok and post.nominated_node:
+            result.victims = list(post.victims)
+            result.nominated_node = post.nominated_node
+        elif fw.post_filter and st.reasons:
+            message = f"{message} {st.message()}"
+        result.message = message
+        result.status = Status(Code(worst) if worst else Code.UNSCHEDULABLE, (message,))
+        qpi = result.qpi
+        qpi.unschedulable_plugins = set(diag.unschedulable_plugins)
+        return result
+
+    def _handle_failure(self, fw: Framework, result: CycleResult, cycle: int) -> None:
+        pod = result.pod
+        if result.nominated_node:
+            for victim in result.victims:
+                self.evictor(victim, pod)
+            node = self.snapshot.node_index[result.nominated_node]
+            # Lower-priority pods nominated to the same node lose their nomination.
+            for other in self.handle.nominator.pods_for(node):
+                if other.priority < pod.priority:
+                    self.handle.nominator.remove(other)
+                    other.pod.status.nominated_node_name = ""
+                    if self.nominate:
+                        self.nominate(other, None)
+            self.handle.nominator.add(pod, node)
+            pod.pod.status.nominated_node_name = result.nominated_node
+            if self.nominate:
+                self.nominate(pod, result.nominated_node)
+        self.queue.add_unschedulable_if_not_present(result.qpi, cycle)
+
+    # ---- binding cycle ---------------------------------------------------------------------
+    def bind(self, result: CycleResult) -> Status:
+        """Run PreBind, Bind and PostBind for an assumed pod; on failure forget it, unreserve
+        and requeue it with backoff (upstream handleBindingCycleError)."""
+        pod = result.pod
+        fw = self.frameworks[result.profile]
+        state = result.state or CycleState()
+        node = self.snapshot.node_index[result.node or ""]
+        st = fw.run_pre_bind(state, pod, self.snapshot, node)
+        if st.ok:
+            st = fw.run_bind(state, pod, self.snapshot, node)
+            if st.ok:
+                st = self.binder(pod, result.node or "")
+        if not st.ok:
+            fw.run_unreserve(state, pod, self.snapshot, node)
+            self.snapshot.remove_pod(pod)
+            result.outcome = "error"
+            result.status = st
+            result.message = st.message()
+            self.queue.add_unschedulable_if_not_present(result.qpi, self.queue.scheduling_cycle)
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+            return st
+        self.handle.nominator.remove(pod)
+        pod.pod.status.nominated_node_name = ""
+        pod.pod.spec.node_name = result.node or ""
+        fw.run_post_bind(state, pod, self.snapshot, node)
+        self.queue.done(pod.key)
+        return SUCCESS
+
+    def resolve_waiting(self, now: float) -> list[CycleResult]:
+        """Finish Permit waits that were allowed, rejected or timed out. Allowed pods come back
+        as "assumed" results whose binding cycle is due; the others are unreserved and requeued."""
+        done: list[CycleResult] = []
+        for wp in self.handle.waiting_pods:
+            if not wp.decided and now < wp.deadline:
+                continue
+            self.handle.waiting_pods.remove(wp.info.key)
+            fw = self.frameworks[wp.profile]
+            qpi, state = self._waiting.pop(wp.info.key)
+            node_name = self.snapshot.node_names[wp.node]
+            if wp.rejected is None and not wp.pending:
+                done.append(CycleResult(qpi, wp.profile, "assumed", node=node_name,
+                                        state=state))
+                continue
+            st = wp.rejected or Status(Code.UNSCHEDULABLE,
+                                       ("rejected due to timeout after waiting at permit",),
+                                       ",".join(sorted(wp.pending)))
+            fw.run_unreserve(state, wp.info, self.snapshot, wp.node)
+            self.snapshot.remove_pod(wp.info)
+            qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
+            self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+            done.append(CycleResult(qpi, wp.profile, "unschedulable", node=node_name,
+                                    status=st, message=st.message()))
+        return done
+
+    def next_permit_deadline(self) -> float | None:
+        deadlines = [wp.deadline for wp in self.handle.waiting_pods]
+        return min(deadlines) if deadlines else None
+
+    def profiles(self) -> Mapping[str, Framework]:
+        return self.frameworks

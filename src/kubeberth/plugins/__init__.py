@@ -1,0 +1,1 @@
+"""Policies as plugins: scheduling (kube-scheduler), later admission, deschedule, spill."""

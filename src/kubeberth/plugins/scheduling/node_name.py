@@ -1,0 +1,58 @@
+"""NodeName: a pod that names its node in ``spec.nodeName`` may only go there.
+
+PreFilter narrows the cycle to that one node, as newest upstream does, and Filter rejects every
+other node as UnschedulableAndUnresolvable so preemption never tries them. Pods without
+``spec.nodeName`` pass untouched. (Pods a manifest already binds are placed by the host, not
+scheduled; this plugin matters for pods that name a node yet go through the scheduler.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from kubeberth.api.errors import InputError
+from kubeberth.framework.cycle_state import CycleState
+from kubeberth.framework.handle import Handle
+from kubeberth.framework.interface import (
+    ClusterEvent,
+    EnqueueExtensions,
+    FilterPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+)
+from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
+from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
+
+NAME = "NodeName"
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
+    name = NAME
+
+    def pre_filter(self, state: CycleState, pod: PodInfo,
+                   snap: ClusterState) -> tuple[PreFilterResult | None, Status]:
+        wanted = pod.pod.spec.node_name
+        return (PreFilterResult({wanted}) if wanted else None), SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+               nodes: IntArray) -> FilterResult:
+        wanted = pod.pod.spec.node_name
+        if not wanted:
+            return FilterResult.passing(len(nodes))
+        fail = nodes != snap.node_index.get(wanted, -1)
+        return FilterResult.from_mask(np.asarray(fail, dtype=np.bool_),
+                                      Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON,))
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        """Only the named node appearing can help."""
+        return [ClusterEvent("Node", "Add")]
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle) -> NodeName:
+    if args:
+        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    return NodeName()

@@ -1,0 +1,389 @@
+"""NodeResourcesFit: does the pod fit the node's free resources, and how full would the node be.
+
+Filter follows upstream ``fitsRequest``: the pod-slot check first, then cpu, memory,
+ephemeral-storage and the scalar resources (extended, hugepages, ``kubernetes.io/``-prefixed),
+each failing when the request exceeds allocatable minus requested. The node is
+UnschedulableAndUnresolvable when some failing request exceeds the node's whole allocatable (no
+preemption can help), else Unschedulable. Upstream walks the scalar resources in Go map order;
+we list them sorted by name so reasons are reproducible. Score implements the three scoring
+strategies over the non-zero requests (100m cpu / 200Mi memory for containers that state none),
+in upstream's units (millicores, whole bytes and counts) so the integer formulas, rounding and
+overflow match. The shared allocation matrices are also used by
+:mod:`~kubeberth.plugins.scheduling.balanced_allocation`. Pod-level resources, in-place resize
+and DRA-backed extended resources are not modelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubeberth.api.errors import InputError
+from kubeberth.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource
+from kubeberth.framework.cycle_state import CycleState
+from kubeberth.framework.handle import Handle
+from kubeberth.framework.interface import (
+    MAX_NODE_SCORE,
+    ClusterEvent,
+    EnqueueExtensions,
+    FilterPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
+)
+from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
+from kubeberth.plugins.scheduling.helper import (
+    BrokenLinearFunction,
+    FunctionShapePoint,
+    ResourceSpec,
+    args_int,
+    args_list,
+    args_mapping,
+    args_str,
+    is_scalar_resource,
+    parse_resource_specs,
+    reason_table,
+    reject_unknown,
+    validate_qualified_name,
+)
+from kubeberth.state.cluster import BoolArray, ClusterState, IntArray, PodInfo
+
+NAME = "NodeResourcesFit"
+PRE_FILTER_KEY = "PreFilter" + NAME
+PRE_SCORE_KEY = "PreScore" + NAME
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+MAX_CUSTOM_PRIORITY_SCORE = 10
+MAX_UTILIZATION = 100
+TOO_MANY_PODS = "Too many pods"
+
+_ARG_FIELDS = ("ignoredResources", "ignoredResourceGroups", "scoringStrategy")
+_STRATEGY_FIELDS = ("type", "resources", "requestedToCapacityRatio")
+_FIXED_ORDER = (CPU, MEMORY, EPHEMERAL_STORAGE)
+
+
+# ---- args ------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class UtilizationShapePoint:
+    utilization: int
+    score: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringStrategy:
+    """``type``, the weighted resources it scores, and for RequestedToCapacityRatio the shape
+    (scores 0..10 at utilizations 0..100)."""
+
+    type: str = LEAST_ALLOCATED
+    resources: tuple[ResourceSpec, ...] = (ResourceSpec(CPU), ResourceSpec(MEMORY))
+    shape: tuple[UtilizationShapePoint, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResourcesFitArgs:
+    ignored_resources: tuple[str, ...] = ()
+    ignored_resource_groups: tuple[str, ...] = ()
+    scoring_strategy: ScoringStrategy = field(default_factory=ScoringStrategy)
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any] | None) -> NodeResourcesFitArgs:
+        """Upstream v1 defaulting (LeastAllocated over cpu and memory, weight 0 means 1), then
+        ``ValidateNodeResourcesFitArgs``."""
+        raw = args_mapping(raw)
+        reject_unknown(raw, _ARG_FIELDS, None)
+        ignored = tuple(_str_items(raw, "ignoredResources"))
+        groups = tuple(_str_items(raw, "ignoredResourceGroups"))
+        strategy = ScoringStrategy()
+        if raw.get("scoringStrategy") is not None:
+            strategy = _parse_strategy(args_mapping(raw["scoringStrategy"], "scoringStrategy"))
+        args = cls(ignored, groups, strategy)
+        args.validate()
+        return args
+
+    def validate(self) -> None:
+        for i, name in enumerate(self.ignored_resources):
+            validate_qualified_name(name, f"ignoredResources[{i}]")
+        for i, group in enumerate(self.ignored_resource_groups):
+            if "/" in group:
+                raise InputError(f"Invalid value: {group!r}: resource group name can't contain "
+                                 "'/'", field=f"ignoredResourceGroups[{i}]",
+                                 expected="a resource domain such as example.com")
+            validate_qualified_name(group, f"ignoredResourceGroups[{i}]")
+        s = self.scoring_strategy
+        if s.type not in STRATEGIES:
+            raise InputError(f"Unsupported value: {s.type!r}", field="scoringStrategy.type",
+                             expected=" | ".join(STRATEGIES))
+        for i, res in enumerate(s.resources):
+            if res.weight <= 0 or res.weight > 100:
+                raise InputError(f"Invalid value: {res.weight}: resource weight of {res.name} "
+                                 "not in valid range (0, 100]",
+                                 field=f"scoringStrategy.resources[{i}].weight",
+                                 expected="an integer from 1 to 100")
+        where = "scoringStrategy.requestedToCapacityRatio"
+        if s.type == REQUESTED_TO_CAPACITY_RATIO:
+            if s.shape is None:
+                raise InputError("Required value: must be specified when type is "
+                                 "RequestedToCapacityRatio", field=where,
+                                 expected="requestedToCapacityRatio: {shape: [{utilization, "
+                                 "score}, ...]}")
+            _validate_shape(s.shape, f"{where}.shape")
+        elif s.shape is not None:
+            raise InputError("Forbidden: must be nil when type is not RequestedToCapacityRatio",
+                             field=where, expected="no requestedToCapacityRatio for "
+                             f"type {s.type}")
+
+
+def _str_items(raw: Mapping[str, Any], key: str) -> list[str]:
+    items = args_list(raw, key, None)
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise InputError(f"{item!r} is not a string", field=f"{key}[{i}]",
+                             expected="a resource name")
+    return items
+
+
+def _parse_strategy(raw: Mapping[str, Any]) -> ScoringStrategy:
+    where = "scoringStrategy"
+    reject_unknown(raw, _STRATEGY_FIELDS, where)
+    kind = args_str(raw, "type", where)
+    resources = parse_resource_specs(args_list(raw, "resources", where), f"{where}.resources")
+    shape: tuple[UtilizationShapePoint, ...] | None = None
+    if raw.get("requestedToCapacityRatio") is not None:
+        at = f"{where}.requestedToCapacityRatio"
+        rtcr = args_mapping(raw["requestedToCapacityRatio"], at)
+        reject_unknown(rtcr, ("shape",), at)
+        points = []
+        for i, item in enumerate(args_list(rtcr, "shape", at)):
+            p_at = f"{at}.shape[{i}]"
+            point = args_mapping(item, p_at)
+            reject_unknown(point, ("utilization", "score"), p_at)
+            points.append(UtilizationShapePoint(args_int(point, "utilization", p_at),
+                                                args_int(point, "score", p_at)))
+        shape = tuple(points)
+    return ScoringStrategy(kind, resources, shape)
+
+
+def _validate_shape(shape: Sequence[UtilizationShapePoint], where: str) -> None:
+    """Upstream ``validateFunctionShape``: at least one point, utilizations strictly increasing
+    within 0..100, scores within 0..10."""
+    if not shape:
+        raise InputError("Required value: at least one point must be specified", field=where,
+                         expected="a list of {utilization, score} points")
+    for i in range(1, len(shape)):
+        if shape[i - 1].utilization >= shape[i].utilization:
+            raise InputError(f"Invalid value: {shape[i].utilization}: values must be sorted in "
+                             "increasing order", field=f"{where}[{i}].utilization",
+                             expected="strictly increasing utilizations")
+    for i, point in enumerate(shape):
+        if not 0 <= point.utilization <= MAX_UTILIZATION:
+            raise InputError(f"Invalid value: {point.utilization}: not in valid range [0, 100]",
+                             field=f"{where}[{i}].utilization",
+                             expected="an integer from 0 to 100")
+        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
+            raise InputError(f"Invalid value: {point.score}: not in valid range [0, 10]",
+                             field=f"{where}[{i}].score", expected="an integer from 0 to 10")
+
+
+# ---- resource allocation (shared with BalancedAllocation) --------------------------------------
+def _scale(name: str) -> int:
+    """Milli-units per upstream unit: cpu is read in millicores, everything else whole."""
+    return 1 if name == CPU else 1000
+
+
+def pod_score_requests(pod: PodInfo, resources: Sequence[ResourceSpec],
+                       use_requested: bool) -> IntArray:
+    """Upstream ``calculatePodResourceRequestList`` in upstream units: the non-zero requests
+    (scoring defaults for containers without cpu/memory) unless ``use_requested``."""
+    source = pod.requests if use_requested else pod.non_zero
+    return np.array([source.get(r.name, 0) // _scale(r.name) for r in resources],
+                    dtype=np.int64)
+
+
+def allocation_matrices(snap: ClusterState, nodes: IntArray, resources: Sequence[ResourceSpec],
+                        pod_requests: IntArray, use_requested: bool
+                        ) -> tuple[IntArray, IntArray]:
+    """Allocatable and requested-with-the-pod per node and resource, in upstream units, as
+    upstream ``calculateResourceAllocatableRequest`` builds them. Columns the scorers must skip
+    have allocatable 0: a scalar resource the pod does not request, a resource upstream does not
+    score (``pods``, unprefixed names) and a resource the node lacks."""
+    n = len(nodes)
+    alloc = np.zeros((n, len(resources)), dtype=np.int64)
+    requested = np.zeros((n, len(resources)), dtype=np.int64)
+    width = snap.allocatable.shape[1]
+    for j, res in enumerate(resources):
+        name = res.name
+        scalar = is_scalar_resource(name)
+        if (scalar and pod_requests[j] == 0) or (not scalar and name not in _FIXED_ORDER):
+            continue
+        c = snap.resources.get(name)
+        if c is None or c >= width:
+            continue
+        scale = _scale(name)
+        base = snap.non_zero_requested if name in (CPU, MEMORY) and not use_requested \
+            else snap.requested
+        alloc[:, j] = snap.allocatable[nodes, c] // scale
+        requested[:, j] = base[nodes, c] // scale + pod_requests[j]
+    return alloc, requested
+
+
+def _weighted(scores: IntArray, include: BoolArray, weights: IntArray) -> tuple[IntArray, IntArray]:
+    w = np.where(include, weights, 0)
+    return (scores * w).sum(axis=1), w.sum(axis=1)
+
+
+def least_allocated(alloc: IntArray, requested: IntArray, weights: IntArray) -> IntArray:
+    """Free share of each resource × 100, weighted mean (integer division); over-committed
+    resources score 0."""
+    valid = alloc != 0
+    safe = np.where(valid, alloc, 1)
+    per = np.where(requested > alloc, 0, (alloc - requested) * MAX_NODE_SCORE // safe)
+    total, weight_sum = _weighted(per, valid, weights)
+    return np.where(weight_sum == 0, 0, total // np.maximum(weight_sum, 1))
+
+
+def most_allocated(alloc: IntArray, requested: IntArray, weights: IntArray) -> IntArray:
+    """Used share of each resource × 100 (requested capped at allocatable), weighted mean."""
+    valid = alloc != 0
+    safe = np.where(valid, alloc, 1)
+    per = np.minimum(requested, alloc) * MAX_NODE_SCORE // safe
+    total, weight_sum = _weighted(per, valid, weights)
+    return np.where(weight_sum == 0, 0, total // np.maximum(weight_sum, 1))
+
+
+def requested_to_capacity_ratio(alloc: IntArray, requested: IntArray, weights: IntArray,
+                                shape: BrokenLinearFunction) -> IntArray:
+    """The shape applied to utilization (100 when over-committed), weighted mean rounded half
+    away from zero; resources scoring 0 leave both the sum and the weight sum, as upstream."""
+    valid = alloc != 0
+    safe = np.where(valid, alloc, 1)
+    util = np.where(requested > alloc, MAX_UTILIZATION, requested * MAX_UTILIZATION // safe)
+    per = shape(util)
+    total, weight_sum = _weighted(per, valid & (per > 0), weights)
+    # math.Round(a / b) for non-negative a and small positive b, in exact integers.
+    rounded = (2 * total + weight_sum) // np.maximum(2 * weight_sum, 1)
+    return np.where(weight_sum == 0, 0, rounded)
+
+
+# ---- plugin ----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Check:
+    name: str
+    request: int  # milli-units
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterState:
+    """The requests Filter checks (request > 0, not ignored), in upstream's order, and the reason
+    label of each check; label 0 is the pod-slot check."""
+
+    checks: tuple[_Check, ...]
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PreScoreState:
+    pod_requests: IntArray
+
+
+class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin,
+                       EnqueueExtensions):
+    name = NAME
+
+    def __init__(self, args: NodeResourcesFitArgs) -> None:
+        self.args = args
+        self._ignored = frozenset(args.ignored_resources)
+        self._ignored_groups = frozenset(args.ignored_resource_groups)
+        strategy = args.scoring_strategy
+        self._resources = strategy.resources
+        self._weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
+        self._shape: BrokenLinearFunction | None = None
+        if strategy.type == REQUESTED_TO_CAPACITY_RATIO and strategy.shape is not None:
+            factor = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+            self._shape = BrokenLinearFunction(
+                [FunctionShapePoint(p.utilization, p.score * factor) for p in strategy.shape])
+
+    # ---- filter ----
+    def _ignored_resource(self, name: str) -> bool:
+        if not is_extended_resource(name):
+            return False
+        return name in self._ignored or name.split("/", 1)[0] in self._ignored_groups
+
+    def compute_pre_filter_state(self, pod: PodInfo) -> PreFilterState:
+        reqs = pod.requests
+        checks = [_Check(name, reqs[name]) for name in _FIXED_ORDER if reqs.get(name, 0) > 0]
+        for name in sorted(reqs):
+            if name in _FIXED_ORDER or not is_scalar_resource(name) or reqs[name] <= 0:
+                continue
+            if self._ignored_resource(name):
+                continue
+            checks.append(_Check(name, reqs[name]))
+        labels = (TOO_MANY_PODS, *("Insufficient " + c.name for c in checks))
+        return PreFilterState(tuple(checks), labels)
+
+    def pre_filter(self, state: CycleState, pod: PodInfo,
+                   snap: ClusterState) -> tuple[PreFilterResult | None, Status]:
+        state.write(PRE_FILTER_KEY, self.compute_pre_filter_state(pod))
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+               nodes: IntArray) -> FilterResult:
+        s = state.get(PRE_FILTER_KEY)
+        if not isinstance(s, PreFilterState):
+            s = self.compute_pre_filter_state(pod)
+        n = len(nodes)
+        fail = np.zeros((n, 1 + len(s.checks)), dtype=np.bool_)
+        fail[:, 0] = snap.pod_count[nodes] + 1 > snap.max_pods[nodes]
+        unresolvable = np.zeros(n, dtype=np.bool_)
+        width = snap.allocatable.shape[1]
+        for j, check in enumerate(s.checks, start=1):
+            c = snap.resources.get(check.name)
+            if c is None or c >= width:
+                alloc = np.zeros(n, dtype=np.int64)
+                free = alloc
+            else:
+                alloc = snap.allocatable[nodes, c]
+                free = alloc - snap.requested[nodes, c]
+            fail[:, j] = check.request > free
+            unresolvable |= fail[:, j] & (check.request > alloc)
+        ids, table = reason_table(fail, s.labels)
+        codes = np.where(unresolvable, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+                         np.int8(Code.UNSCHEDULABLE))
+        codes = np.where(ids > 0, codes, np.int8(0)).astype(np.int8)
+        return FilterResult(codes, ids, table)
+
+    # ---- score ----
+    def pre_score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                  nodes: IntArray) -> Status:
+        state.write(PRE_SCORE_KEY, PreScoreState(
+            pod_score_requests(pod, self._resources, use_requested=False)))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+              nodes: IntArray) -> IntArray:
+        s = state.get(PRE_SCORE_KEY)
+        requests = s.pod_requests if isinstance(s, PreScoreState) else \
+            pod_score_requests(pod, self._resources, use_requested=False)
+        alloc, requested = allocation_matrices(snap, nodes, self._resources, requests,
+                                               use_requested=False)
+        if self._shape is not None:
+            return requested_to_capacity_ratio(alloc, requested, self._weights, self._shape)
+        if self.args.scoring_strategy.type == MOST_ALLOCATED:
+            return most_allocated(alloc, requested, self._weights)
+        return least_allocated(alloc, requested, self._weights)
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        """A deleted or scaled-down pod frees resources; a new node or a larger allocatable
+        adds them."""
+        return [ClusterEvent("Pod", "Delete"), ClusterEvent("Pod", "UpdatePodScaleDown"),
+                ClusterEvent("Node", "Add"), ClusterEvent("Node", "UpdateNodeAllocatable")]
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle) -> NodeResourcesFit:
+    return NodeResourcesFit(NodeResourcesFitArgs.parse(args))

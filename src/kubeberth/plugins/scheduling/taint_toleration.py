@@ -1,0 +1,115 @@
+"""TaintToleration: keep pods off nodes whose taints they do not tolerate, prefer fewer taints.
+
+Filter rejects a node (UnschedulableAndUnresolvable) at its first NoSchedule or NoExecute taint,
+in the node's taint order, that no toleration of the pod tolerates, naming that taint as upstream
+does. Score counts the PreferNoSchedule taints the pod's PreferNoSchedule (or effect-less)
+tolerations do not tolerate; NormalizeScore reverses it so fewer such taints score higher. Both
+work per distinct taint list (:meth:`ClusterState.taint_groups`), which real clusters have few
+of, and spread the result to nodes with one gather. Toleration comparison operators (Gt/Lt,
+alpha upstream) are not modelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kubeberth.api.errors import InputError
+from kubeberth.api.objects import Taint, Toleration
+from kubeberth.api.selectors import tolerated
+from kubeberth.framework.cycle_state import CycleState
+from kubeberth.framework.handle import Handle
+from kubeberth.framework.interface import (
+    ClusterEvent,
+    EnqueueExtensions,
+    FilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+)
+from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
+from kubeberth.plugins.scheduling.helper import default_normalize_score
+from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
+
+NAME = "TaintToleration"
+PRE_SCORE_KEY = "PreScore" + NAME
+
+NO_SCHEDULE = "NoSchedule"
+NO_EXECUTE = "NoExecute"
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+
+
+def first_untolerated(taints: Sequence[Taint], tolerations: list[Toleration]) -> Taint | None:
+    """Upstream ``FindMatchingUntoleratedTaint`` with the NoSchedule/NoExecute filter."""
+    for taint in taints:
+        if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerated(tolerations, taint):
+            return taint
+    return None
+
+
+def untolerated_reason(taint: Taint) -> str:
+    return "node(s) had untolerated taint {" + taint.key + ": " + taint.value + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class PreScoreState:
+    """The pod's tolerations that can tolerate a PreferNoSchedule taint."""
+
+    tolerations: list[Toleration]
+
+
+def prefer_no_schedule_tolerations(pod: PodInfo) -> list[Toleration]:
+    return [t for t in pod.pod.spec.tolerations if t.effect in ("", PREFER_NO_SCHEDULE)]
+
+
+class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+    name = NAME
+
+    def filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+               nodes: IntArray) -> FilterResult:
+        group_of, groups = snap.taint_groups()
+        tolerations = pod.pod.spec.tolerations
+        reason_of_group = np.zeros(len(groups), dtype=np.int32)
+        table: list[tuple[str, ...]] = [()]
+        for g, taints in enumerate(groups):
+            taint = first_untolerated(taints, tolerations)
+            if taint is not None:
+                table.append((untolerated_reason(taint),))
+                reason_of_group[g] = len(table) - 1
+        ids = reason_of_group[group_of[nodes]]
+        codes = np.where(ids > 0, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+                         np.int8(0)).astype(np.int8)
+        return FilterResult(codes, ids, table)
+
+    def pre_score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                  nodes: IntArray) -> Status:
+        state.write(PRE_SCORE_KEY, PreScoreState(prefer_no_schedule_tolerations(pod)))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+              nodes: IntArray) -> IntArray:
+        s = state.get(PRE_SCORE_KEY)
+        tolerations = s.tolerations if isinstance(s, PreScoreState) else \
+            prefer_no_schedule_tolerations(pod)
+        group_of, groups = snap.taint_groups()
+        counts = np.array([sum(1 for t in taints if t.effect == PREFER_NO_SCHEDULE
+                               and not tolerated(tolerations, t)) for taints in groups],
+                          dtype=np.int64)
+        return np.asarray(counts[group_of[nodes]], dtype=np.int64)
+
+    def normalize_score(self, state: CycleState, pod: PodInfo,
+                        scores: IntArray) -> IntArray | None:
+        return default_normalize_score(scores, reverse=True)
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        """A new node, a node whose taints changed, or a toleration added to the pod."""
+        return [ClusterEvent("Node", "Add"), ClusterEvent("Node", "UpdateNodeTaint"),
+                ClusterEvent("Pod", "UpdatePodToleration")]
+
+
+def new(args: Mapping[str, Any] | None, handle: Handle) -> TaintToleration:
+    if args:
+        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    return TaintToleration()

@@ -1,0 +1,1 @@
+"""Reports: summary tables, JSON and CSV output."""

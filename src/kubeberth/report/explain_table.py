@@ -1,0 +1,95 @@
+"""Terminal renderings of ``explain`` output and of the plugin registry.
+
+The JSON from :func:`kubeberth.sim.explain.explain` is the contract; these tables are a reading
+aid built only from it, so what a user sees on the terminal is never richer or poorer than what a
+script gets from ``-o json``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from kubeberth.framework.handle import Handle
+from kubeberth.framework.interface import (
+    BindPlugin,
+    FilterPlugin,
+    PermitPlugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from kubeberth.framework.registry import Registry
+from kubeberth.state.cluster import ClusterState
+
+_POINTS = (
+    ("preEnqueue", PreEnqueuePlugin), ("queueSort", QueueSortPlugin),
+    ("preFilter", PreFilterPlugin), ("filter", FilterPlugin), ("postFilter", PostFilterPlugin),
+    ("preScore", PreScorePlugin), ("score", ScorePlugin), ("reserve", ReservePlugin),
+    ("permit", PermitPlugin), ("preBind", PreBindPlugin), ("bind", BindPlugin),
+    ("postBind", PostBindPlugin),
+)
+
+
+def render_explain(console: Console, data: dict[str, Any]) -> None:
+    for pod in data["pods"]:
+        head = f"[bold]{pod['pod']}[/]: {pod['result']}"
+        if pod.get("selectedNode"):
+            head += f" → [green]{pod['selectedNode']}[/]"
+        if pod.get("nominatedNode"):
+            head += f" (nominated [yellow]{pod['nominatedNode']}[/], victims: " \
+                    f"{', '.join(pod['victims']) or 'none'})"
+        console.print(head)
+        if pod.get("message"):
+            console.print(f"  {pod['message']}", highlight=False)
+        nodes = pod.get("nodes") or {}
+        if not nodes:
+            continue
+        score_plugins: list[str] = []
+        for entry in nodes.values():
+            for name in entry["score"]:
+                if name not in score_plugins:
+                    score_plugins.append(name)
+        t = Table(show_header=True, header_style="bold")
+        t.add_column("node")
+        t.add_column("filter")
+        for name in score_plugins:
+            t.add_column(name, justify="right")
+        t.add_column("total", justify="right")
+        for node, entry in nodes.items():
+            failures = [f"{pl}: {', '.join(v['reasons']) or v['code']}"
+                        for pl, v in entry["filter"].items() if v["code"] != "Success"]
+            verdict = "[green]pass[/]" if entry["feasible"] else "[red]" + "; ".join(failures) \
+                + "[/]"
+            row = [node + (" ✓" if node == pod.get("selectedNode") else ""), verdict]
+            for name in score_plugins:
+                s = entry["score"].get(name)
+                row.append(f"{s['normalized']} ({s['weighted']})" if s else "")
+            row.append(str(entry["total"]) if entry["scored"] else "")
+            t.add_row(*row)
+        console.print(t)
+    if data.get("unmodelledPlugins"):
+        console.print("not modelled (no effect): " + ", ".join(data["unmodelledPlugins"]))
+
+
+def plugin_table(registry: Registry) -> Table:
+    handle = Handle(ClusterState(), clock=lambda: 0.0, rng=np.random.default_rng(0))
+    t = Table(title="registered plugins")
+    t.add_column("plugin")
+    t.add_column("extension points")
+    for name in registry:
+        factory = registry.get(name)
+        assert factory is not None
+        plugin = factory(None, handle)
+        points = [p for p, kind in _POINTS if isinstance(plugin, kind)]
+        t.add_row(name, ", ".join(points))
+    return t

@@ -1,0 +1,1 @@
+"""Discrete-event simulation: event loop, traces, metrics, explain."""

@@ -1,0 +1,162 @@
+"""``kubeberth explain``: why each pending pod goes where it goes.
+
+The manifests' nodes and bound pods form the cluster; pending pods are attempted once each in
+queue order, each decision (binding, preemption victims, nominations) applied before the next
+pod, exactly as the scheduler would. Unlike a scheduling cycle, explain records every Filter
+plugin's verdict on every node (not only the first failure) and every computed score, raw,
+normalized and weighted. The JSON shape is a public contract documented in docs/explain.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from kubeberth.api.errors import InputError
+from kubeberth.config.manifests import Manifests
+from kubeberth.config.types import SchedulerConfiguration
+from kubeberth.framework.registry import Registry
+from kubeberth.framework.scheduler import CycleResult, Scheduler
+from kubeberth.framework.status import SUCCESS, Code, Status
+from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
+
+_RESULT = {"assumed": "Scheduled", "waiting": "Waiting", "unschedulable": "Unschedulable",
+           "error": "Error"}
+
+
+def build_state(manifests: Manifests) -> tuple[ClusterState, list[PodInfo]]:
+    """Cluster state from manifests, and the pending pods in manifest order."""
+    snap = ClusterState()
+    for pc in manifests.priority_classes:
+        snap.priority_classes[pc.metadata.name] = pc
+    for ns in manifests.namespaces:
+        snap.namespaces[ns.metadata.name] = ns
+    snap.pdbs = list(manifests.pdbs)
+    for node in manifests.nodes:
+        snap.add_node(node)
+    pending: list[PodInfo] = []
+    for seq, pod in enumerate(manifests.pods):
+        pi = make_pod_info(pod, snap.priority_classes, seq=seq)
+        if pod.status.start_time:
+            pi.start_time = _epoch_seconds(pod.status.start_time, seq)
+        if pod.spec.node_name:
+            idx = snap.node_index.get(pod.spec.node_name)
+            if idx is not None and snap.present[idx]:
+                snap.add_pod(pi, idx)
+                continue
+        if pod.status.phase in ("Succeeded", "Failed"):
+            continue
+        if not pod.spec.node_name:
+            pending.append(pi)
+    return snap, pending
+
+
+def _epoch_seconds(stamp: str, seq: int) -> float:
+    """status.startTime (RFC 3339) as seconds since the epoch; preemption orders victims by it."""
+    try:
+        return dt.datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        raise InputError(f"pod #{seq}: status.startTime {stamp!r} is not a timestamp",
+                         field="status.startTime",
+                         expected="an RFC 3339 time such as 2024-01-01T00:00:00Z") from None
+
+
+def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Registry,
+            *, seed: int = 0) -> dict[str, Any]:
+    snap, pending = build_state(manifests)
+
+    def evict(victim: PodInfo, _preemptor: PodInfo) -> None:
+        snap.remove_pod(victim)
+
+    def bind(_pod: PodInfo, _node: str) -> Status:
+        return SUCCESS
+
+    sched = Scheduler(config, registry, snap, clock=lambda: 0.0, seed=seed,
+                      binder=bind, evictor=evict)
+    skipped: list[dict[str, Any]] = []
+    for pi in pending:
+        if sched.responsible_for(pi):
+            sched.add(pi)
+        else:
+            skipped.append({"pod": pi.key, "result": "NotOurs", "selectedNode": None,
+                            "nominatedNode": None, "victims": [], "nodes": {},
+                            "message": f"schedulerName {pi.pod.spec.scheduler_name!r} matches "
+                                       "no profile"})
+    pods: list[dict[str, Any]] = []
+    by_key: dict[str, dict[str, Any]] = {}
+    while True:
+        res = sched.schedule_one(record=True)
+        if res is None:
+            break
+        entry = _render(res, snap)
+        pods.append(entry)
+        by_key[res.pod.key] = entry
+        if res.outcome == "assumed":
+            _bind(sched, res, entry)
+        for done in sched.resolve_waiting(0.0):
+            target = by_key.get(done.pod.key)
+            if target is None:
+                continue
+            if done.outcome == "assumed":
+                target["result"] = "Scheduled"
+                target["selectedNode"] = done.node
+                _bind(sched, done, target)
+            else:
+                target["result"] = _RESULT[done.outcome]
+                target["selectedNode"] = None
+                target["message"] = done.message
+    for qpi in sched.queue.gated_pods():
+        pods.append({"pod": qpi.info.key, "result": "SchedulingGated", "selectedNode": None,
+                     "nominatedNode": None, "victims": [], "nodes": {},
+                     "message": qpi.gating_plugin and f"blocked by {qpi.gating_plugin}"})
+    unmodelled = sorted({n for fw in sched.frameworks.values() for n in fw.unmodelled})
+    return {"pods": pods + skipped, "unmodelledPlugins": unmodelled}
+
+
+def _bind(sched: Scheduler, res: CycleResult, entry: dict[str, Any]) -> None:
+    st = sched.bind(res)
+    if not st.ok:
+        entry["result"] = "Error"
+        entry["selectedNode"] = None
+        entry["message"] = st.message()
+
+
+def _render(res: CycleResult, snap: ClusterState) -> dict[str, Any]:
+    nodes: dict[str, Any] = {}
+    filters = res.filters
+    pos_of: dict[int, int] = {}
+    if filters is not None:
+        pos_of = {int(n): i for i, n in enumerate(filters.nodes.tolist())}
+    score_pos: dict[int, int] = {}
+    if res.scores is not None:
+        score_pos = {int(n): i for i, n in enumerate(res.scores.nodes.tolist())}
+    for slot in snap.node_ids().tolist():
+        name = snap.node_names[slot]
+        node_entry: dict[str, Any] = {"filter": {}, "score": {}, "total": 0,
+                                      "feasible": False, "scored": False}
+        pos = pos_of.get(slot)
+        if filters is not None and pos is not None:
+            for plugin, fr in filters.per_plugin.items():
+                code = Code(int(fr.codes[pos]))
+                node_entry["filter"][plugin] = {
+                    "code": code.label, "reasons": list(fr.reasons[int(fr.reason_ids[pos])])}
+            node_entry["feasible"] = bool(filters.codes[pos] == 0)
+        spos = score_pos.get(slot)
+        if res.scores is not None and spos is not None:
+            for plugin, (raw, norm, weighted) in res.scores.per_plugin.items():
+                node_entry["score"][plugin] = {"raw": int(raw[spos]),
+                                               "normalized": int(norm[spos]),
+                                               "weighted": int(weighted[spos])}
+            node_entry["total"] = int(res.scores.totals[spos])
+            node_entry["scored"] = True
+        nodes[name] = node_entry
+    return {
+        "pod": res.pod.key,
+        "profile": res.profile,
+        "result": _RESULT[res.outcome],
+        "selectedNode": res.node if res.outcome == "assumed" else None,
+        "nominatedNode": res.nominated_node,
+        "victims": [v.key for v in res.victims],
+        "message": res.message,
+        "nodes": nodes,
+    }

@@ -1,0 +1,371 @@
+"""Cluster state as struct-of-arrays, the snapshot every policy reads.
+
+kube-scheduler keeps a ``NodeInfo`` per node and loops over them; we keep one int64 matrix of
+nodes × resources for allocatable, one for requested and one for the non-zero requested used in
+scoring, so Filter and Score become a handful of numpy operations over all nodes. Resource columns
+are discovered as manifests mention them (cpu, memory, ephemeral-storage and any extended
+resource); every quantity is an int64 in milli-units (see :mod:`kubeberth.api.quantity`).
+
+Node indices never change: a removed node is masked out (``present``), so index-keyed caches and
+traces stay valid and iteration order is the insertion order, which makes runs reproducible.
+The state is not thread-safe; simulator and live adapters apply decisions one at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from kubeberth.api.errors import InputError
+from kubeberth.api.objects import (
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    Taint,
+)
+from kubeberth.api.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    node_allocatable,
+    pod_non_zero_requests,
+    pod_requests,
+)
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+_BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE)
+_INITIAL_NODES = 64
+
+
+class ResourceIndex:
+    """Resource name → column. Grows as new resource names appear; ``version`` tells caches."""
+
+    __slots__ = ("_cols", "names", "version")
+
+    def __init__(self, names: Iterable[str] = _BASE_RESOURCES) -> None:
+        self.names: list[str] = []
+        self._cols: dict[str, int] = {}
+        self.version = 0
+        for name in names:
+            self.add(name)
+
+    def add(self, name: str) -> int:
+        col = self._cols.get(name)
+        if col is None:
+            col = len(self.names)
+            self.names.append(name)
+            self._cols[name] = col
+            self.version += 1
+        return col
+
+    def get(self, name: str) -> int | None:
+        return self._cols.get(name)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._cols
+
+    def vector(self, values: dict[str, int]) -> IntArray:
+        vec = np.zeros(len(self.names), dtype=np.int64)
+        for name, v in values.items():
+            vec[self._cols[name]] = v
+        return vec
+
+
+@dataclass(slots=True, eq=False)
+class PodInfo:
+    """A pod with what the scheduler derives from it once: requests, priority, identity.
+
+    ``node`` is the node index while the pod is bound or assumed on one, else -1.
+    """
+
+    pod: Pod
+    key: str
+    priority: int
+    requests: dict[str, int]
+    non_zero: dict[str, int]
+    seq: int = 0
+    node: int = -1
+    start_time: float = 0.0
+    arrival: float = 0.0
+    _vec_version: int = -1
+    _req: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    _nz: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def name(self) -> str:
+        return self.pod.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.pod.metadata.namespace or "default"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.pod.metadata.labels
+
+    def vectors(self, index: ResourceIndex) -> tuple[IntArray, IntArray]:
+        """Request and non-zero request vectors in the index's current column order."""
+        if self._vec_version != index.version:
+            for name in self.requests:
+                index.add(name)
+            for name in self.non_zero:
+                index.add(name)
+            self._req = index.vector(self.requests)
+            self._nz = index.vector(self.non_zero)
+            self._vec_version = index.version
+        return self._req, self._nz
+
+
+def resolve_priority(pod: Pod, classes: dict[str, PriorityClass]) -> int:
+    """Priority as the Priority admission plugin sets it: explicit value, else the named class,
+    else the global default class, else 0."""
+    if pod.spec.priority is not None:
+        return pod.spec.priority
+    name = pod.spec.priority_class_name
+    if name:
+        pc = classes.get(name)
+        if pc is None:
+            if name in ("system-cluster-critical", "system-node-critical"):
+                return 2000000000 if name == "system-cluster-critical" else 2000001000
+            raise InputError(f"pod {pod.key} names PriorityClass {name!r}, which does not exist",
+                             field="spec.priorityClassName",
+                             expected="the name of a PriorityClass in the manifests")
+        return pc.value
+    for pc in classes.values():
+        if pc.global_default:
+            return pc.value
+    return 0
+
+
+def make_pod_info(pod: Pod, classes: dict[str, PriorityClass] | None = None,
+                  seq: int = 0) -> PodInfo:
+    if not pod.metadata.namespace:
+        pod.metadata.namespace = "default"
+    return PodInfo(
+        pod=pod,
+        key=pod.key,
+        priority=resolve_priority(pod, classes or {}),
+        requests=pod_requests(pod),
+        non_zero=pod_non_zero_requests(pod),
+        seq=seq,
+    )
+
+
+class ClusterState:
+    """Nodes × resources matrices plus the pods bound (or assumed) on each node."""
+
+    def __init__(self) -> None:
+        self.resources = ResourceIndex()
+        self.node_names: list[str] = []
+        self.node_index: dict[str, int] = {}
+        self.nodes: list[Node] = []
+        self.labels: list[dict[str, str]] = []
+        self.taints: list[list[Taint]] = []
+        cap = _INITIAL_NODES
+        r = len(self.resources)
+        self.allocatable = np.zeros((cap, r), dtype=np.int64)
+        self.requested = np.zeros((cap, r), dtype=np.int64)
+        self.non_zero_requested = np.zeros((cap, r), dtype=np.int64)
+        self.pod_count = np.zeros(cap, dtype=np.int64)
+        self.max_pods = np.zeros(cap, dtype=np.int64)
+        self.unschedulable = np.zeros(cap, dtype=np.bool_)
+        self.ready = np.zeros(cap, dtype=np.bool_)
+        self.present = np.zeros(cap, dtype=np.bool_)
+        self.pods_on_node: list[dict[str, PodInfo]] = []
+        self.pods: dict[str, PodInfo] = {}
+        self.namespaces: dict[str, Namespace] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.pdbs: list[PodDisruptionBudget] = []
+        self.generation = 0
+        self._label_cache: dict[str, npt.NDArray[np.object_]] = {}
+        self._taint_groups: tuple[IntArray, list[tuple[Taint, ...]]] | None = None
+
+    # ---- sizes and views -------------------------------------------------------------------
+    @property
+    def num_nodes(self) -> int:
+        """Number of node slots, including removed ones (use ``present`` to mask)."""
+        return len(self.node_names)
+
+    def node_ids(self) -> IntArray:
+        """Indices of the nodes that exist now, in insertion order."""
+        n = self.num_nodes
+        return np.flatnonzero(self.present[:n]).astype(np.int64)
+
+    def col(self, resource: str) -> int:
+        """Column of a resource, adding it (as a zero column) when first seen."""
+        c = self.resources.get(resource)
+        if c is None:
+            c = self.resources.add(resource)
+            self._grow_columns()
+        return c
+
+    def _grow_columns(self) -> None:
+        r = len(self.resources)
+        for attr in ("allocatable", "requested", "non_zero_requested"):
+            arr: IntArray = getattr(self, attr)
+            if arr.shape[1] < r:
+                grown = np.zeros((arr.shape[0], r), dtype=np.int64)
+                grown[:, : arr.shape[1]] = arr
+                setattr(self, attr, grown)
+
+    def _grow_rows(self, need: int) -> None:
+        cap = self.allocatable.shape[0]
+        if need <= cap:
+            return
+        new_cap = max(need, cap * 2)
+        for attr in ("allocatable", "requested", "non_zero_requested"):
+            arr = getattr(self, attr)
+            grown = np.zeros((new_cap, arr.shape[1]), dtype=np.int64)
+            grown[:cap] = arr
+            setattr(self, attr, grown)
+        for attr in ("pod_count", "max_pods", "unschedulable", "ready", "present"):
+            arr1 = getattr(self, attr)
+            grown1 = np.zeros(new_cap, dtype=arr1.dtype)
+            grown1[:cap] = arr1
+            setattr(self, attr, grown1)
+
+    def pod_vectors(self, pi: PodInfo) -> tuple[IntArray, IntArray]:
+        before = len(self.resources)
+        req, nz = pi.vectors(self.resources)
+        if len(self.resources) != before:
+            self._grow_columns()
+        return req, nz
+
+    # ---- nodes -----------------------------------------------------------------------------
+    def add_node(self, node: Node) -> int:
+        name = node.metadata.name
+        if not name:
+            raise InputError("a Node has no metadata.name", field="metadata.name",
+                             expected="a non-empty node name")
+        if name in self.node_index and self.present[self.node_index[name]]:
+            raise InputError(f"node {name!r} is defined twice", field="metadata.name",
+                             expected="unique node names")
+        alloc = node_allocatable(node)
+        idx = self.node_index.get(name)
+        if idx is None:
+            idx = len(self.node_names)
+            self._grow_rows(idx + 1)
+            self.node_names.append(name)
+            self.node_index[name] = idx
+            self.nodes.append(node)
+            self.labels.append({})
+            self.taints.append([])
+            self.pods_on_node.append({})
+        self._set_node(idx, node, alloc)
+        self.present[idx] = True
+        return idx
+
+    def _set_node(self, idx: int, node: Node, alloc: dict[str, int]) -> None:
+        for name in alloc:
+            self.col(name)
+        self.allocatable[idx, :] = 0
+        for name, v in alloc.items():
+            if name == "pods":
+                continue
+            self.allocatable[idx, self.resources.get(name)] = v
+        self.max_pods[idx] = alloc.get("pods", 110_000) // 1000
+        self.nodes[idx] = node
+        self.labels[idx] = {**node.metadata.labels, "kubernetes.io/hostname":
+                            node.metadata.labels.get("kubernetes.io/hostname",
+                                                     node.metadata.name)}
+        self.taints[idx] = list(node.spec.taints)
+        self.unschedulable[idx] = node.spec.unschedulable
+        self.ready[idx] = node.ready
+        self._label_cache.clear()
+        self._taint_groups = None
+        self.generation += 1
+
+    def update_node(self, node: Node) -> int:
+        idx = self.node_index.get(node.metadata.name)
+        if idx is None or not self.present[idx]:
+            return self.add_node(node)
+        self._set_node(idx, node, node_allocatable(node))
+        return idx
+
+    def remove_node(self, name: str) -> list[PodInfo]:
+        """Remove a node; returns the pods that were on it (now unbound)."""
+        idx = self.node_index[name]
+        orphans = list(self.pods_on_node[idx].values())
+        for pi in orphans:
+            self.remove_pod(pi)
+        self.present[idx] = False
+        self._label_cache.clear()
+        self._taint_groups = None
+        self.generation += 1
+        return orphans
+
+    def label_values(self, key: str) -> npt.NDArray[np.object_]:
+        """Per node slot, the value of label ``key`` (None where absent). Cached until a node
+        changes, so label-driven filters are one vectorised comparison."""
+        arr = self._label_cache.get(key)
+        if arr is None:
+            arr = np.array([lbl.get(key) for lbl in self.labels], dtype=object)
+            self._label_cache[key] = arr
+        return arr
+
+    def taint_groups(self) -> tuple[IntArray, list[tuple[Taint, ...]]]:
+        """Nodes grouped by identical taint lists: (group id per node slot, taints per group).
+        Real clusters have few distinct taint sets, so toleration checks run per group."""
+        if self._taint_groups is None:
+            ids = np.zeros(self.num_nodes, dtype=np.int64)
+            groups: dict[tuple[tuple[str, str, str], ...], int] = {}
+            sets: list[tuple[Taint, ...]] = []
+            for i, taints in enumerate(self.taints):
+                sig = tuple((t.key, t.value, t.effect) for t in taints)
+                g = groups.get(sig)
+                if g is None:
+                    g = len(sets)
+                    groups[sig] = g
+                    sets.append(tuple(taints))
+                ids[i] = g
+            self._taint_groups = (ids, sets)
+        return self._taint_groups
+
+    # ---- pods ------------------------------------------------------------------------------
+    def add_pod(self, pi: PodInfo, node: int) -> None:
+        """Account a pod on a node (bind or assume)."""
+        if pi.node >= 0:
+            raise RuntimeError(f"pod {pi.key} is already on node {self.node_names[pi.node]}")
+        req, nz = self.pod_vectors(pi)
+        r = len(req)
+        self.requested[node, :r] += req
+        self.non_zero_requested[node, :r] += nz
+        self.pod_count[node] += 1
+        self.pods_on_node[node][pi.key] = pi
+        self.pods[pi.key] = pi
+        pi.node = node
+        self.generation += 1
+
+    def remove_pod(self, pi: PodInfo) -> None:
+        """Release a pod's resources (completion, eviction, preemption, unreserve)."""
+        node = pi.node
+        if node < 0:
+            return
+        req, nz = self.pod_vectors(pi)
+        r = len(req)
+        self.requested[node, :r] -= req
+        self.non_zero_requested[node, :r] -= nz
+        self.pod_count[node] -= 1
+        del self.pods_on_node[node][pi.key]
+        self.pods.pop(pi.key, None)
+        pi.node = -1
+        self.generation += 1
+
+    def iter_pods(self) -> Iterator[PodInfo]:
+        return iter(self.pods.values())
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        ns = self.namespaces.get(namespace)
+        labels = dict(ns.metadata.labels) if ns else {}
+        labels.setdefault("kubernetes.io/metadata.name", namespace)
+        return labels

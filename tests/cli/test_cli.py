@@ -1,0 +1,170 @@
+"""The command line: quickstart paths, explain output, bad input, determinism."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kubeberth.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "nodenumber"
+
+CLUSTER = """\
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {zone: a}}
+status: {allocatable: {cpu: "2", memory: 4Gi, pods: "10"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2, labels: {zone: b}}
+spec:
+  taints: [{key: gpu, value: "true", effect: NoSchedule}]
+status: {allocatable: {cpu: "8", memory: 16Gi, pods: "10"}}
+"""
+
+PODS = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: small
+  annotations: {kubeberth.io/arrival-seconds: "0", kubeberth.io/duration-seconds: "30"}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: large
+  annotations: {kubeberth.io/arrival-seconds: "5", kubeberth.io/duration-seconds: "30"}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: "4", memory: 1Gi}}}]
+"""
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    (tmp_path / "pods.yaml").write_text(PODS)
+    return tmp_path
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    res = CliRunner().invoke(app, list(args))
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_explain_json_contract(files: Path) -> None:
+    code, out, _ = invoke("explain", "-f", str(files / "cluster.yaml"), "-f",
+                          str(files / "pods.yaml"), "-o", "json")
+    assert code == 0
+    data = json.loads(out)
+    small, large = data["pods"]
+    assert small["pod"] == "default/small" and small["selectedNode"] == "n1"
+    assert small["nodes"]["n2"]["filter"]["TaintToleration"] == {
+        "code": "UnschedulableAndUnresolvable",
+        "reasons": ["node(s) had untolerated taint {gpu: true}"]}
+    assert set(small["nodes"]["n1"]["score"]) >= {"NodeResourcesFit", "TaintToleration"}
+    assert large["result"] == "Unschedulable" and large["selectedNode"] is None
+    assert large["message"].startswith("0/2 nodes are available:")
+    assert "Insufficient cpu" in large["message"]
+    entry = small["nodes"]["n1"]["score"]["NodeResourcesFit"]
+    assert set(entry) == {"raw", "normalized", "weighted"}
+
+
+def test_explain_table(files: Path) -> None:
+    code, out, _ = invoke("explain", "-f", str(files / "cluster.yaml"), "-f",
+                          str(files / "pods.yaml"))
+    assert code == 0
+    assert "default/small" in out and "Scheduled" in out and "Insufficient cpu" in out
+
+
+def test_simulate_writes_outputs_and_is_deterministic(files: Path, tmp_path: Path) -> None:
+    outs = []
+    for k in range(2):
+        out = tmp_path / f"out{k}"
+        code, stdout, _ = invoke("simulate", "--cluster", str(files / "cluster.yaml"),
+                                 "--workload", str(files / "pods.yaml"), "--seed", "3",
+                                 "-o", str(out), "-q")
+        assert code == 0, stdout
+        outs.append(out)
+    for name in ("summary.json", "timeseries.csv", "pods.csv"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes()
+    summary = json.loads((outs[0] / "summary.json").read_text())
+    assert summary["pods"]["total"] == 2
+    assert summary["unscheduledPods"] == ["default/large"]
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    ("apiVersion: v1\nkind: Node\nmetadata: {name: n1\n", "line"),
+    ("apiVersion: v1\nkind: Gadget\nmetadata: {name: x}\n", "Gadget"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+     "  - resources: {requests: {cpu: -1}}\n", "cpu"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+     "  - resources: {requests: {memory: lots}}\n", "memory"),
+])
+def test_bad_manifests_exit_2_without_traceback(tmp_path: Path, content: str,
+                                                needle: str) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(content)
+    code, out, err = invoke("explain", "-f", str(bad), "-o", "json")
+    assert code == 2
+    assert "Traceback" not in out + err
+    assert "bad.yaml" in err and needle in err
+
+
+@pytest.mark.parametrize(("config", "needle"), [
+    ("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+     "profiles:\n- schedulerName: default-scheduler\n  plugins:\n    score:\n      enabled:\n"
+     "      - name: NoSuchPlugin\n", "NoSuchPlugin"),
+    ("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+     "profiles:\n- schedulerName: default-scheduler\n  pluginConfig:\n"
+     "  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: Wrong\n",
+     "scoringStrategy"),
+])
+def test_bad_scheduler_config_names_file_and_line(files: Path, tmp_path: Path, config: str,
+                                                  needle: str) -> None:
+    cfg = tmp_path / "sched.yaml"
+    cfg.write_text(config)
+    code, out, err = invoke("explain", "-f", str(files / "cluster.yaml"), "--config", str(cfg))
+    assert code == 2
+    assert "Traceback" not in out + err
+    assert "sched.yaml:" in err and needle in err
+
+
+def test_plugins_lists_in_tree_plugins() -> None:
+    code, out, _ = invoke("plugins")
+    assert code == 0
+    for name in ("NodeResourcesFit", "DefaultPreemption", "PodTopologySpread", "PrioritySort"):
+        assert name in out
+
+
+def test_out_of_tree_example_plugin_by_import_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    code, out, err = invoke("explain", "-f", str(EXAMPLE / "cluster.yaml"), "--config",
+                            str(EXAMPLE / "scheduler-config.yaml"), "--plugin",
+                            "nodenumber:NodeNumber", "-o", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    placed = {p["pod"]: p["selectedNode"] for p in data["pods"]}
+    assert placed == {"default/pod2": "node2", "default/pod3": "node3"}
+    node2 = data["pods"][0]["nodes"]["node2"]["score"]["NodeNumber"]
+    assert node2 == {"raw": 10, "normalized": 10, "weighted": 100}
+
+
+def test_console_script_runs_as_a_process(files: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.run([sys.executable, "-m", "kubeberth", "explain", "-f",
+                           str(files / "cluster.yaml"), "-o", "json"],
+                          capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["pods"] == []
+    assert "NodePorts" in data["unmodelledPlugins"]  # named by the default profile

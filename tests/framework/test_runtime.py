@@ -1,0 +1,137 @@
+import msgspec
+import numpy as np
+import pytest
+
+from kubeberth.api.errors import InputError
+from kubeberth.api.objects import Node, Pod
+from kubeberth.config.types import PluginRef, PluginSet, Profile
+from kubeberth.framework.cycle_state import CycleState
+from kubeberth.framework.handle import Handle
+from kubeberth.framework.runtime import Framework, num_feasible_nodes_to_find
+from kubeberth.state.cluster import ClusterState, make_pod_info
+
+from .fakes import registry
+
+
+def profile(**points: PluginSet) -> Profile:
+    return Profile(plugins=dict(points))
+
+
+def multi(*names: str, weights: dict[str, int] | None = None) -> PluginSet:
+    return PluginSet(enabled=[PluginRef(n, (weights or {}).get(n, 0)) for n in names])
+
+
+def cluster(n: int) -> ClusterState:
+    s = ClusterState()
+    for i in range(n):
+        s.add_node(msgspec.convert({"metadata": {"name": f"n{i}"}}, Node))
+    return s
+
+
+def fw_for(prof: Profile, snap: ClusterState | None = None) -> Framework:
+    handle = Handle(snap or cluster(1), clock=lambda: 0.0, rng=np.random.default_rng(0))
+    return Framework(prof, registry(), handle)
+
+
+def test_multipoint_expands_to_every_implemented_point() -> None:
+    fw = fw_for(profile(multiPoint=multi("Sort", "Binder", "EvenOnly", "SlotScore")))
+    assert [p.name for p in fw.filter] == ["EvenOnly"]
+    assert [p.name for p in fw.score] == ["SlotScore"]
+    assert fw.queue_sort.name == "Sort"
+    assert fw.score_weights == {"SlotScore": 1}  # weight 0 means 1
+
+
+def test_specific_point_disables_and_overrides_order_and_weight() -> None:
+    fw = fw_for(profile(
+        multiPoint=multi("Sort", "Binder", "EvenOnly", "NotZero", "SlotScore", "Flat"),
+        filter=PluginSet(disabled=["EvenOnly"]),
+        score=PluginSet(enabled=[PluginRef("Flat", 5)]),
+    ))
+    assert [p.name for p in fw.filter] == ["NotZero"]
+    assert [p.name for p in fw.score] == ["Flat", "SlotScore"]
+    assert fw.score_weights["Flat"] == 5
+
+
+def test_star_disables_all_multipoint_plugins_at_a_point() -> None:
+    fw = fw_for(profile(multiPoint=multi("Sort", "Binder", "EvenOnly", "NotZero"),
+                        filter=PluginSet(enabled=[PluginRef("NotZero")], disabled=["*"])))
+    assert [p.name for p in fw.filter] == ["NotZero"]
+
+
+def test_unknown_plugin_names_profile_field() -> None:
+    with pytest.raises(InputError) as err:
+        fw_for(profile(multiPoint=multi("Sort", "Binder", "Nope")))
+    assert "unknown plugin 'Nope'" in str(err.value)
+    assert err.value.field == "profiles[0].plugins"
+
+
+def test_plugin_at_wrong_point_is_rejected() -> None:
+    with pytest.raises(InputError) as err:
+        fw_for(profile(multiPoint=multi("Sort", "Binder"),
+                       score=PluginSet(enabled=[PluginRef("EvenOnly")])))
+    assert "does not extend score" in str(err.value)
+
+
+def test_queue_sort_and_bind_required() -> None:
+    with pytest.raises(InputError):
+        fw_for(profile(multiPoint=multi("Binder")))
+    with pytest.raises(InputError):
+        fw_for(profile(multiPoint=multi("Sort")))
+
+
+def test_unmodelled_upstream_plugins_are_accepted_and_listed() -> None:
+    fw = fw_for(profile(multiPoint=multi("Sort", "Binder", "VolumeBinding", "ImageLocality")))
+    assert fw.unmodelled == ["VolumeBinding", "ImageLocality"]
+
+
+def test_filters_report_first_failing_plugin_per_node() -> None:
+    snap = cluster(4)
+    fw = fw_for(profile(multiPoint=multi("Sort", "Binder", "NotZero", "EvenOnly")), snap)
+    pi = make_pod_info(msgspec.convert({"metadata": {"name": "p"}}, Pod))
+    out = fw.run_filters(CycleState(), pi, snap, snap.node_ids())
+    assert out.codes.tolist() == [3, 2, 0, 2]
+    assert [out.plugin_at(i) for i in range(4)] == ["NotZero", "EvenOnly", "", "EvenOnly"]
+    assert out.reasons_at(0) == ("node zero",)
+    assert out.feasible.tolist() == [2]
+
+
+def test_recorded_filters_keep_every_verdict() -> None:
+    snap = cluster(2)
+    fw = fw_for(profile(multiPoint=multi("Sort", "Binder", "NotZero", "EvenOnly")), snap)
+    pi = make_pod_info(msgspec.convert({"metadata": {"name": "p"}}, Pod))
+    out = fw.run_filters(CycleState(), pi, snap, snap.node_ids(), record=True)
+    assert out.per_plugin["EvenOnly"].codes.tolist() == [0, 2]
+    assert out.per_plugin["NotZero"].codes.tolist() == [3, 0]
+
+
+def test_scores_are_normalized_then_weighted() -> None:
+    snap = cluster(3)
+    fw = fw_for(profile(multiPoint=multi("Sort", "Binder", "SlotScore", "Flat",
+                                         weights={"SlotScore": 2})), snap)
+    pi = make_pod_info(msgspec.convert({"metadata": {"name": "p"}}, Pod))
+    out = fw.run_score(CycleState(), pi, snap, snap.node_ids(), record=True)
+    raw, norm, weighted = out.per_plugin["SlotScore"]
+    assert raw.tolist() == [0, 1, 2] and norm.tolist() == [0, 50, 100]
+    assert weighted.tolist() == [0, 100, 200]
+    assert out.totals.tolist() == [50, 150, 250]
+
+
+def test_pre_filter_narrows_and_skips() -> None:
+    snap = cluster(3)
+    fw = fw_for(profile(multiPoint=multi("Sort", "Binder", "OnlyNamed")), snap)
+    pi = make_pod_info(msgspec.convert(
+        {"metadata": {"name": "p", "annotations": {"only": "n1,n2"}}}, Pod))
+    allowed, st = fw.run_pre_filter(CycleState(), pi, snap)
+    assert st.ok and allowed == {"n1", "n2"}
+    plain = make_pod_info(msgspec.convert({"metadata": {"name": "q"}}, Pod))
+    state = CycleState()
+    allowed, st = fw.run_pre_filter(state, plain, snap)
+    assert allowed is None and "OnlyNamed" in state.skip_filter
+
+
+@pytest.mark.parametrize(("pct", "n", "want"), [
+    (0, 10, 10), (40, 10, 10), (0, 1000, 420), (40, 1000, 400), (0, 6000, 300),
+    (40, 6000, 2400), (0, 15000, 750), (100, 5000, 5000),
+])
+def test_num_feasible_nodes_to_find(pct: int, n: int, want: int) -> None:
+    assert num_feasible_nodes_to_find(pct, n) == want
