@@ -438,7 +438,7 @@ def test_extenders_parsed(tmp_path: Path) -> None:
           bindVerb: bind
           enableHTTPS: true
           tlsConfig: {insecure: true}
-          httpTimeout: 1m30s
+          httpTimeout: 1m30.5s
           nodeCacheCapable: true
           ignorable: true
           managedResources:
@@ -452,7 +452,7 @@ def test_extenders_parsed(tmp_path: Path) -> None:
     assert (first.url_prefix, first.filter_verb, first.prioritize_verb, first.bind_verb,
             first.weight) == ("http://127.0.0.1:8888/", "filter", "prioritize", "bind", 3)
     assert (first.enable_https, first.node_cache_capable, first.ignorable) == (True, True, True)
-    assert first.http_timeout_seconds == 90.0
+    assert first.http_timeout_seconds == 90.5
     assert first.managed_resources == ["example.com/foo", "example.com/bar"]
     assert (second.weight, second.http_timeout_seconds) == (0, 5.0)
     # Upstream hands ignoredByScheduler resources to NodeResourcesFit in every profile.
@@ -474,6 +474,8 @@ def test_extenders_parsed(tmp_path: Path) -> None:
      "extenders[0].managedResources[0].name"),
     ("extenders:\n- urlPrefix: u\n  httpTimeout: 30\n", 5, "extenders[0].httpTimeout"),
     ("extenders:\n- urlPrefix: u\n  httpTimeout: 30 seconds\n", 5, "extenders[0].httpTimeout"),
+    ("extenders:\n- urlPrefix: u\n  httpTimeout: -2s\n", 5, "extenders[0].httpTimeout"),
+    ("leaderElection: []\n", 3, "leaderElection"),
 ])
 def test_extender_validation(tmp_path: Path, body: str, line: int, field: str) -> None:
     err = error_of(tmp_path, body)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 from kubeberth.api.errors import InputError
 
@@ -59,6 +60,18 @@ def _ceil(x: Fraction) -> int:
 
 def to_milli(resource: str, value: object) -> int:
     """Quantity in int milli-units, rounded up as upstream's MilliValue()/Value() do."""
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return _to_milli_cached(resource, value)
+    return _to_milli(resource, value)
+
+
+@lru_cache(maxsize=65536)
+def _to_milli_cached(resource: str, value: str | int) -> int:
+    # Traces repeat the same few hundred quantities thousands of times; parsing is exact but slow.
+    return _to_milli(resource, value)
+
+
+def _to_milli(resource: str, value: object) -> int:
     q = parse_quantity(value)
     if resource in MILLI_NATIVE:
         return _ceil(q * 1000)

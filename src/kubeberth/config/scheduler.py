@@ -181,12 +181,14 @@ class _Decoder:
         expected = "a duration such as \"30s\", \"1m30s\" or \"500ms\""
         if not isinstance(value, str):
             raise self.fail(f"got {_describe(value)}", path, expected)
-        if value == "0":
+        sign = -1.0 if value.startswith("-") else 1.0
+        unsigned = value[1:] if value[:1] in "+-" else value
+        if unsigned == "0":
             return 0.0
-        if _DURATION.fullmatch(value) is None:
+        if _DURATION.fullmatch(unsigned) is None:
             raise self.fail(f"{value!r} is not a duration", path, expected)
-        return sum(float(num) * _DURATION_UNITS[unit]
-                   for num, unit in _DURATION_PART.findall(value))
+        return sign * sum(float(num) * _DURATION_UNITS[unit]
+                          for num, unit in _DURATION_PART.findall(unsigned))
 
     # ---- the document ----------------------------------------------------------------------------
     def configuration(self) -> SchedulerConfiguration:
@@ -194,9 +196,10 @@ class _Decoder:
         if data.get("apiVersion") != API_VERSION:
             raise self.fail(f"{KIND} has apiVersion {data.get('apiVersion')!r}", "apiVersion",
                             f"apiVersion: {API_VERSION} (older versions are no longer served)")
-        self.mapping(data.get("leaderElection") or {}, "leaderElection", _LEADER_ELECTION_FIELDS)
-        self.mapping(data.get("clientConnection") or {}, "clientConnection",
-                     _CLIENT_CONNECTION_FIELDS)
+        for key, fields in (("leaderElection", _LEADER_ELECTION_FIELDS),
+                            ("clientConnection", _CLIENT_CONNECTION_FIELDS)):
+            if data.get(key) is not None:
+                self.mapping(data[key], key, fields)
         for key in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
             if data.get(key) is not None:
                 self.boolean(data[key], key)

@@ -25,6 +25,7 @@ from kubeberth.framework.interface import (
     MAX_WEIGHT,
     MIN_NODE_SCORE,
     BindPlugin,
+    ClusterEvent,
     Diagnosis,
     EnqueueExtensions,
     FilterPlugin,
@@ -86,6 +87,23 @@ class FilterOutcome:
     def feasible(self) -> IntArray:
         feasible: IntArray = self.nodes[self.codes == 0]
         return feasible
+
+    @classmethod
+    def concat(cls, a: FilterOutcome, b: FilterOutcome) -> FilterOutcome:
+        """Outcomes of two node batches as one; ``b``'s reason ids are shifted past ``a``'s
+        table entries for each plugin."""
+        tables = [ta + tb for ta, tb in zip(a.tables, b.tables, strict=True)]
+        offsets = np.array([len(t) for t in a.tables] or [0], dtype=np.int32)
+        shifted = np.where(b.first_plugin >= 0,
+                           b.reason_ids + offsets[np.maximum(b.first_plugin, 0)], 0)
+        return cls(
+            np.concatenate([a.nodes, b.nodes]),
+            np.concatenate([a.codes, b.codes]),
+            np.concatenate([a.first_plugin, b.first_plugin]),
+            np.concatenate([a.reason_ids, shifted.astype(np.int32)]),
+            tables,
+            a.plugin_names,
+        )
 
     def reasons_at(self, pos: int) -> tuple[str, ...]:
         k = int(self.first_plugin[pos])
@@ -214,10 +232,11 @@ class Framework:
     def _typed(self, points: Mapping[str, list[tuple[str, int]]], point: str) -> list[Any]:
         return [self.plugin(name) for name, _ in points[point]]
 
-    def enqueue_events(self) -> dict[str, list[Any]]:
-        """Plugin name -> the cluster events it registered (EnqueueExtensions)."""
-        return {name: p.events_to_register() for name, p in self._instances.items()
-                if isinstance(p, EnqueueExtensions)}
+    def enqueue_events(self) -> dict[str, list[ClusterEvent]]:
+        """Plugin name -> the cluster events after which a pod it rejected may fit. Plugins
+        without EnqueueExtensions are interested in every event, as upstream registers them."""
+        return {name: p.events_to_register() if isinstance(p, EnqueueExtensions)
+                else [ClusterEvent("*", "*")] for name, p in self._instances.items()}
 
     # ---- runners ---------------------------------------------------------------------------
     def run_pre_enqueue(self, pod: PodInfo) -> Status:

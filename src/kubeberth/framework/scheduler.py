@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kubeberth.api.errors import InputError
 from kubeberth.config.types import SchedulerConfiguration
 from kubeberth.framework.cycle_state import CycleState
 from kubeberth.framework.handle import Handle, WaitingPod
@@ -34,7 +35,7 @@ from kubeberth.framework.runtime import (
     num_feasible_nodes_to_find,
 )
 from kubeberth.framework.status import SUCCESS, Code, Status
-from kubeberth.state.cluster import ClusterState, PodInfo
+from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 Binder = Callable[[PodInfo, str], Status]
 Evictor = Callable[[PodInfo, PodInfo], None]
@@ -109,6 +110,17 @@ class Scheduler:
             self.frameworks[profile.scheduler_name] = fw
         self.handle.frameworks = self.frameworks
         first = next(iter(self.frameworks.values()))
+        sort_name = first.queue_sort.name
+        sort_args = config.profiles[0].plugin_config.get(sort_name)
+        for profile, fw in zip(config.profiles, self.frameworks.values(), strict=True):
+            if fw.queue_sort.name != sort_name or \
+                    profile.plugin_config.get(sort_name) != sort_args:
+                raise InputError(
+                    f"profile {profile.scheduler_name!r} sorts its queue with "
+                    f"{fw.queue_sort.name!r}, profile {first.profile_name!r} with {sort_name!r}",
+                    field=f"profiles[{profile.index}].plugins.queueSort",
+                    expected="the same queueSort plugin and args in every profile (one queue "
+                             "serves them all)")
         events: dict[str, list[ClusterEvent]] = {}
         for fw in self.frameworks.values():
             for name, evs in fw.enqueue_events().items():
@@ -226,19 +238,17 @@ class Scheduler:
                     return result
         start = self.next_start_node_index % len(nodes) if len(nodes) else 0
         ordered = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
-        out = fw.run_filters(state, pod, snap, ordered, record=record)
-        out = self._check_nominated(fw, state, pod, out)
-        feasible_pos = np.flatnonzero(out.codes == 0)
         to_find = num_feasible_nodes_to_find(
             fw.percentage_of_nodes_to_score if fw.percentage_of_nodes_to_score is not None
             else self.config.percentage_of_nodes_to_score, num_all)
-        if len(feasible_pos) > to_find:
+        out = self._find_feasible(fw, state, pod, ordered, to_find, record)
+        feasible_pos = np.flatnonzero(out.codes == 0)
+        if len(feasible_pos) >= to_find:
             processed = int(feasible_pos[to_find - 1]) + 1
             feasible_pos = feasible_pos[:to_find]
         else:
             processed = len(ordered)
-        if len(all_nodes):
-            self.next_start_node_index = (self.next_start_node_index + processed) % num_all
+        self.next_start_node_index = (self.next_start_node_index + processed) % num_all
         result.evaluated = processed
         result.feasible = len(feasible_pos)
         if record:
@@ -265,6 +275,20 @@ class Scheduler:
         result.outcome = "assumed"
         result.node = snap.node_names[int(feasible[pick])]
         return result
+
+    def _find_feasible(self, fw: Framework, state: CycleState, pod: PodInfo,
+                       ordered: IntArray, to_find: int, record: bool) -> FilterOutcome:
+        """Filter nodes in rotated order until ``to_find`` feasible nodes are known, as upstream
+        stops early. Filters run on a first batch twice that size and, only if it fell short,
+        on the rest; explain (``record``) evaluates every node."""
+        first = len(ordered) if record else min(len(ordered), max(2 * to_find, 256))
+        out = self._check_nominated(fw, state, pod, fw.run_filters(
+            state, pod, self.snapshot, ordered[:first], record=record))
+        if first == len(ordered) or int(np.count_nonzero(out.codes == 0)) >= to_find:
+            return out
+        rest = self._check_nominated(fw, state, pod, fw.run_filters(
+            state, pod, self.snapshot, ordered[first:]))
+        return FilterOutcome.concat(out, rest)
 
     def _check_nominated(self, fw: Framework, state: CycleState, pod: PodInfo,
                          out: FilterOutcome) -> FilterOutcome:

@@ -249,7 +249,8 @@ class Simulation:
                 elif phase == Phase.BIND:
                     assert isinstance(payload, CycleResult)
                     self._bind(payload)
-            self.scheduler.queue.flush_unschedulable_left_over()
+            if t % FLUSH_PERIOD == 0:
+                self.scheduler.queue.flush_unschedulable_left_over()
             self._schedule_all()
             if self.progress is not None:
                 self.progress(arrived, total)

@@ -189,6 +189,7 @@ class ClusterState:
         self.generation = 0
         self._label_cache: dict[str, npt.NDArray[np.object_]] = {}
         self._taint_groups: tuple[IntArray, list[tuple[Taint, ...]]] | None = None
+        self._node_ids: IntArray | None = None
 
     # ---- sizes and views -------------------------------------------------------------------
     @property
@@ -197,9 +198,13 @@ class ClusterState:
         return len(self.node_names)
 
     def node_ids(self) -> IntArray:
-        """Indices of the nodes that exist now, in insertion order."""
-        n = self.num_nodes
-        return np.flatnonzero(self.present[:n]).astype(np.int64)
+        """Indices of the nodes that exist now, in insertion order (cached until the node set
+        changes; callers must not modify the array)."""
+        if self._node_ids is None:
+            ids = np.flatnonzero(self.present[: self.num_nodes]).astype(np.int64)
+            ids.flags.writeable = False
+            self._node_ids = ids
+        return self._node_ids
 
     def col(self, resource: str) -> int:
         """Column of a resource, adding it (as a zero column) when first seen."""
@@ -263,6 +268,7 @@ class ClusterState:
             self.pods_on_node.append({})
         self._set_node(idx, node, alloc)
         self.present[idx] = True
+        self._node_ids = None
         return idx
 
     def _set_node(self, idx: int, node: Node, alloc: dict[str, int]) -> None:
@@ -299,6 +305,7 @@ class ClusterState:
         for pi in orphans:
             self.remove_pod(pi)
         self.present[idx] = False
+        self._node_ids = None
         self._label_cache.clear()
         self._taint_groups = None
         self.generation += 1
