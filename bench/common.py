@@ -60,7 +60,7 @@ def pod_stream(count: int) -> list[TracePod]:
 
 def measure_decisions(nodes: list[Node], pods: int, *, seed: int = 0) -> tuple[float, int]:
     """Schedule ``pods`` pods (binding each) and return (decisions per second, scheduled)."""
-    sched, snap = scheduler_for(nodes, seed)
+    sched, _snap = scheduler_for(nodes, seed)
     infos = [make_pod_info(tp.pod, seq=i) for i, tp in enumerate(pod_stream(pods))]
     for pi in infos:
         sched.add(pi)

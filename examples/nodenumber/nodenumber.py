@@ -20,8 +20,12 @@ import numpy as np
 from kubeberth.api.errors import InputError
 from kubeberth.framework.cycle_state import CycleState
 from kubeberth.framework.handle import Handle
-from kubeberth.framework.interface import EnqueueExtensions, PreScorePlugin, ScorePlugin
-from kubeberth.framework.interface import ClusterEvent
+from kubeberth.framework.interface import (
+    ClusterEvent,
+    EnqueueExtensions,
+    PreScorePlugin,
+    ScorePlugin,
+)
 from kubeberth.framework.status import SUCCESS, Status
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 

@@ -168,3 +168,20 @@ def test_console_script_runs_as_a_process(files: Path) -> None:
     data = json.loads(proc.stdout)
     assert data["pods"] == []
     assert "NodePorts" in data["unmodelledPlugins"]  # named by the default profile
+
+
+@pytest.mark.parametrize(("rows", "needle"), [
+    ("name,cpu_milli,memory_mib,num_gpu\nopenb-pod-0,1000,1024,0\n", "gpu_milli"),
+    ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nopenb-pod-0,lots,1024,0,0\n", "cpu_milli"),
+    ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nopenb-pod-0,1000,-5,0,0\n", "memory_mib"),
+])
+def test_broken_trace_rows_exit_2_naming_line_and_column(tmp_path: Path, rows: str,
+                                                         needle: str) -> None:
+    trace = tmp_path / "pods.csv"
+    trace.write_text(rows)
+    code, out, err = invoke("simulate", "--workload", str(trace), "-o", str(tmp_path / "o"),
+                            "-q")
+    assert code == 2
+    assert "Traceback" not in out + err
+    assert "pods.csv" in err and needle in err
+    assert not (tmp_path / "o").exists()  # nothing half-written

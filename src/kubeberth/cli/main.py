@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,7 +40,7 @@ ConfigOpt = Annotated[Path | None, typer.Option(
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for every random choice.")]
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     json = "json"
     table = "table"
 

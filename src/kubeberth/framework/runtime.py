@@ -48,6 +48,8 @@ from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 # Upstream default plugins that act on objects kubeberth does not model (volumes, host ports,
 # container images, DRA claims). Configurations may name them; they have nothing to decide here.
+_NO_REASONS: list[tuple[str, ...]] = [()]
+
 UNMODELLED_PLUGINS = frozenset({
     "NodePorts", "VolumeRestrictions", "NodeVolumeLimits", "EBSLimits", "GCEPDLimits",
     "AzureDiskLimits", "CinderLimits", "VolumeBinding", "VolumeZone", "ImageLocality",
@@ -302,27 +304,29 @@ class Framework:
         first = np.full(n, -1, dtype=np.int32)
         rids = np.zeros(n, dtype=np.int32)
         tables: list[list[tuple[str, ...]]] = []
-        out = FilterOutcome(nodes, codes, first, rids, tables, [p.name for p in self.filter])
-        alive = np.arange(n)
+        out = FilterOutcome(nodes, codes, first, rids, tables, self.filter_names)
+        everyone = np.arange(n)
+        alive = everyone  # positions every plugin so far accepted
         for k, p in enumerate(self.filter):
-            if p.name in state.skip_filter:
-                tables.append([()])
+            batch = everyone if record else alive
+            if p.name in state.skip_filter or batch.size == 0:
+                tables.append(_NO_REASONS)
                 continue
-            batch = np.arange(n) if record else alive
-            if batch.size == 0:
-                tables.append([()])
-                continue
-            res = p.filter(state, pod, snap, nodes[batch])
+            res = p.filter(state, pod, snap, nodes if batch is everyone else nodes[batch])
             tables.append(res.reasons)
             if record:
                 out.per_plugin[p.name] = res
             failed = res.codes != 0
-            newly = failed & (codes[batch] == 0)
-            pos = batch[newly]
-            codes[pos] = res.codes[newly]
+            if not failed.any():
+                continue
+            if record:
+                failed &= codes == 0
+            pos = batch[failed]
+            codes[pos] = res.codes[failed]
             first[pos] = k
-            rids[pos] = res.reason_ids[newly]
-            alive = np.flatnonzero(codes == 0)
+            rids[pos] = res.reason_ids[failed]
+            if not record:
+                alive = batch[~failed]
         return out
 
     def run_filters_on_node(self, state: CycleState, pod: PodInfo, snap: ClusterState,
@@ -369,7 +373,8 @@ class Framework:
                 bad = int(norm.max() if norm.max() > MAX_NODE_SCORE else norm.min())
                 raise RuntimeError(f"plugin {p.name} returned score {bad} outside "
                                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]")
-            weighted = norm * self.score_weights[p.name]
+            weight = self.score_weights[p.name]
+            weighted = norm if weight == 1 else norm * weight
             totals += weighted
             if record:
                 out.per_plugin[p.name] = (raw, norm, weighted)

@@ -44,6 +44,14 @@ class Phase(IntEnum):
     TIMER = 3
 
 
+@dataclass(slots=True, frozen=True)
+class _Completion:
+    """A planned completion; stale once the pod was preempted (its token no longer matches)."""
+
+    pod: PodInfo
+    token: int
+
+
 @dataclass(slots=True)
 class SimResult:
     metrics: Metrics
@@ -84,14 +92,21 @@ class Simulation:
         self.metrics = Metrics()
         self.progress = progress
         self._heap: list[tuple[float, int, int, object]] = []
+        self._non_timer_events = 0
         self._seq = 0
         self._durations: dict[str, float | None] = {}
         self._specs: dict[str, TracePod] = {}
         self._completion_token: dict[str, int] = {}
         self._armed: set[float] = set()
         self._ignored: list[str] = []
+        self._ignored_set: set[str] = set()
         self._decisions = 0
-        self._last_change = 0.0
+        # Progress bookkeeping for the end-of-run test: a counter orders attempts and changes.
+        self._tick = 0
+        self._last_attempt: dict[str, int] = {}
+        self._released: dict[str, int] = {}  # pod -> tick its Permit reservation was released
+        self._change = (0, "")  # (tick, pod that caused it)
+        self._foreign_change = 0  # last change caused by a pod other than self._change[1]
         horizon = max((tp.arrival + (tp.duration or 0.0) for tp in workload.pods), default=0.0)
         self.sample_interval = sample_interval or max(1.0, math.ceil(horizon / 2000.0))
         self._next_sample = 0.0
@@ -101,6 +116,8 @@ class Simulation:
     # ---- heap ------------------------------------------------------------------------------
     def _push(self, when: float, phase: Phase, payload: object) -> None:
         self._seq += 1
+        if phase != Phase.TIMER:
+            self._non_timer_events += 1
         heapq.heappush(self._heap, (when, int(phase), self._seq, payload))
 
     def _arm(self, when: float | None) -> None:
@@ -117,7 +134,7 @@ class Simulation:
 
     def _evict(self, victim: PodInfo, preemptor: PodInfo) -> None:
         self.snapshot.remove_pod(victim)
-        self._last_change = self.now
+        self._changed("")
         self._completion_token.pop(victim.key, None)
         self.metrics.preemptions += 1
         rec = self.metrics.pods[victim.key]
@@ -141,18 +158,30 @@ class Simulation:
         if tp.pod.spec.node_name:
             idx = self.snapshot.node_index.get(tp.pod.spec.node_name)
             if idx is None or not self.snapshot.present[idx]:
-                self._ignored.append(pi.key)
+                self._ignore(pi.key)
                 return
             self.snapshot.add_pod(pi, idx)
             self._started(pi, tp.pod.spec.node_name)
             return
         if not self.scheduler.responsible_for(pi):
-            self._ignored.append(pi.key)
+            self._ignore(pi.key)
             return
         self.scheduler.add(pi)
 
+    def _changed(self, actor: str) -> None:
+        """Record a change to the cluster (a bind, completion, eviction or released
+        reservation) that may let other pods fit; ``actor`` is the pod it cannot help."""
+        self._tick += 1
+        if actor != self._change[1] or not actor:
+            self._foreign_change = self._change[0]
+        self._change = (self._tick, actor)
+
+    def _ignore(self, key: str) -> None:
+        self._ignored.append(key)
+        self._ignored_set.add(key)
+
     def _started(self, pi: PodInfo, node: str) -> None:
-        self._last_change = self.now
+        self._changed(pi.key)
         pi.start_time = self.now
         rec = self.metrics.pods[pi.key]
         rec.bound = self.now
@@ -161,13 +190,13 @@ class Simulation:
         if duration is not None:
             token = self._seq + 1
             self._completion_token[pi.key] = token
-            self._push(self.now + duration, Phase.COMPLETE, (pi, token))
+            self._push(self.now + duration, Phase.COMPLETE, _Completion(pi, token))
 
     def _complete(self, pi: PodInfo, token: int) -> None:
         if self._completion_token.get(pi.key) != token:
             return  # preempted and re-created since this completion was planned
         del self._completion_token[pi.key]
-        self._last_change = self.now
+        self._changed(pi.key)
         self.snapshot.remove_pod(pi)
         self.metrics.pods[pi.key].finished = self.now
         self.scheduler.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
@@ -180,6 +209,8 @@ class Simulation:
             self.metrics.attempts["error"] += 1
 
     def _record(self, res: CycleResult) -> None:
+        self._tick += 1
+        self._last_attempt[res.pod.key] = self._tick
         rec = self.metrics.pods.get(res.pod.key)
         if rec is not None:
             rec.attempts += 1
@@ -195,6 +226,9 @@ class Simulation:
         for res in self.scheduler.resolve_waiting(self.now):
             if res.outcome == "assumed":
                 self._bind(res)
+            else:
+                self._changed(res.pod.key)  # its reservation was given back
+                self._released[res.pod.key] = self._tick
 
     def _schedule_all(self) -> None:
         sched = self.scheduler
@@ -239,13 +273,15 @@ class Simulation:
             self._armed.discard(t)
             while heap and heap[0][0] == t:
                 _, phase, _, payload = heapq.heappop(heap)
+                if phase != Phase.TIMER:
+                    self._non_timer_events -= 1
                 if phase == Phase.ARRIVE:
                     assert isinstance(payload, TracePod)
                     self._arrive(payload)
                     arrived += 1
                 elif phase == Phase.COMPLETE:
-                    pi, token = payload  # type: ignore[misc]
-                    self._complete(pi, token)
+                    assert isinstance(payload, _Completion)
+                    self._complete(payload.pod, payload.token)
                 elif phase == Phase.BIND:
                     assert isinstance(payload, CycleResult)
                     self._bind(payload)
@@ -266,14 +302,25 @@ class Simulation:
                          sorted(self._ignored), unmodelled)
 
     def _work_left(self) -> bool:
-        """Stop once nothing can arrive, complete or bind any more and every pod still pending
-        was last tried after the last change to the cluster: further retries would see the same
-        cluster and fail the same way, so they change no outcome."""
-        if any(phase != Phase.TIMER for _, phase, _, _ in self._heap):
+        """Stop once nothing can arrive, complete or bind any more and every pending pod was
+        last tried after the last change that could help it (its own released reservation
+        cannot): further retries would see the same cluster and fail the same way. This also
+        ends a pod that Permit holds and times out forever, a livelock upstream would loop in.
+        """
+        if self._non_timer_events:
             return True
-        q = self.scheduler.queue
-        active, backoff, _ = q.pending_counts()
-        if active or backoff or len(self.scheduler.handle.waiting_pods):
-            return True
-        oldest = q.oldest_unschedulable_timestamp()
-        return oldest is not None and oldest <= self._last_change
+        change_tick, actor = self._change
+        for wp in self.scheduler.handle.waiting_pods:
+            # Let a Permit timeout happen unless this pod has timed out since the last change
+            # that could help it (then it only cycles: held, released, held again).
+            key = wp.info.key
+            if self._released.get(key, 0) <= (self._foreign_change if key == actor
+                                              else change_tick):
+                return True
+        for key, rec in self.metrics.pods.items():
+            if rec.bound is not None or key in self._ignored_set:
+                continue
+            helped_by = self._foreign_change if key == actor else change_tick
+            if self._last_attempt.get(key, 0) <= helped_by:
+                return True
+        return False
