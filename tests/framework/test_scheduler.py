@@ -67,7 +67,7 @@ def test_profiles_route_by_scheduler_name(tmp_path: Path) -> None:
             pod_doc("spread"), pod_doc("packed", schedulerName="packer"),
             pod_doc("stranger", schedulerName="nobody")]
     data = run(tmp_path, docs, TWO_PROFILES)
-    placed = {p["pod"]: (p["profile"] if "profile" in p else None, p["selectedNode"])
+    placed = {p["pod"]: (p.get("profile", None), p["selectedNode"])
               for p in data["pods"]}
     assert placed["default/spread"] == ("default-scheduler", "idle")
     assert placed["default/packed"] == ("packer", "busy")
@@ -161,3 +161,13 @@ def test_start_index_rotates_over_large_clusters() -> None:
     assert starts == [0, 144, 288]
     assert int(snap.pod_count.sum()) == 3
     assert np.all(snap.requested.sum(axis=0)[snap.col("cpu")] == 3000)
+
+
+def test_gated_pods_are_reported_not_attempted(tmp_path: Path) -> None:
+    docs = [node_doc("n"), pod_doc("gated", schedulingGates=[{"name": "example.com/wait"}]),
+            pod_doc("free")]
+    data = run(tmp_path, docs)
+    by_pod = {p["pod"]: p for p in data["pods"]}
+    assert by_pod["default/free"]["selectedNode"] == "n"
+    assert by_pod["default/gated"]["result"] == "SchedulingGated"
+    assert by_pod["default/gated"]["nodes"] == {}
