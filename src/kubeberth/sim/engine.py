@@ -104,9 +104,8 @@ class Simulation:
         # Progress bookkeeping for the end-of-run test: a counter orders attempts and changes.
         self._tick = 0
         self._last_attempt: dict[str, int] = {}
-        self._released: dict[str, int] = {}  # pod -> tick its Permit reservation was released
-        self._change = (0, "")  # (tick, pod that caused it)
-        self._foreign_change = 0  # last change caused by a pod other than self._change[1]
+        self._progress = 0  # tick of the last bind, completion or eviction
+        self._first_release: int | None = None  # first Permit release since then
         horizon = max((tp.arrival + (tp.duration or 0.0) for tp in workload.pods), default=0.0)
         self.sample_interval = sample_interval or max(1.0, math.ceil(horizon / 2000.0))
         self._next_sample = 0.0
@@ -134,7 +133,7 @@ class Simulation:
 
     def _evict(self, victim: PodInfo, preemptor: PodInfo) -> None:
         self.snapshot.remove_pod(victim)
-        self._changed("")
+        self._progressed()
         self._completion_token.pop(victim.key, None)
         self.metrics.preemptions += 1
         rec = self.metrics.pods[victim.key]
@@ -168,20 +167,19 @@ class Simulation:
             return
         self.scheduler.add(pi)
 
-    def _changed(self, actor: str) -> None:
-        """Record a change to the cluster (a bind, completion, eviction or released
-        reservation) that may let other pods fit; ``actor`` is the pod it cannot help."""
+    def _progressed(self) -> None:
+        """A bind, completion or eviction: the cluster changed in a way that may let any
+        pending pod fit."""
         self._tick += 1
-        if actor != self._change[1] or not actor:
-            self._foreign_change = self._change[0]
-        self._change = (self._tick, actor)
+        self._progress = self._tick
+        self._first_release = None
 
     def _ignore(self, key: str) -> None:
         self._ignored.append(key)
         self._ignored_set.add(key)
 
     def _started(self, pi: PodInfo, node: str) -> None:
-        self._changed(pi.key)
+        self._progressed()
         pi.start_time = self.now
         rec = self.metrics.pods[pi.key]
         rec.bound = self.now
@@ -196,7 +194,7 @@ class Simulation:
         if self._completion_token.get(pi.key) != token:
             return  # preempted and re-created since this completion was planned
         del self._completion_token[pi.key]
-        self._changed(pi.key)
+        self._progressed()
         self.snapshot.remove_pod(pi)
         self.metrics.pods[pi.key].finished = self.now
         self.scheduler.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
@@ -226,9 +224,9 @@ class Simulation:
         for res in self.scheduler.resolve_waiting(self.now):
             if res.outcome == "assumed":
                 self._bind(res)
-            else:
-                self._changed(res.pod.key)  # its reservation was given back
-                self._released[res.pod.key] = self._tick
+            elif self._first_release is None:
+                self._tick += 1
+                self._first_release = self._tick
 
     def _schedule_all(self) -> None:
         sched = self.scheduler
@@ -302,25 +300,18 @@ class Simulation:
                          sorted(self._ignored), unmodelled)
 
     def _work_left(self) -> bool:
-        """Stop once nothing can arrive, complete or bind any more and every pending pod was
-        last tried after the last change that could help it (its own released reservation
-        cannot): further retries would see the same cluster and fail the same way. This also
-        ends a pod that Permit holds and times out forever, a livelock upstream would loop in.
-        """
+        """Stop once nothing can arrive, complete or bind any more and every pending pod has
+        been tried since the last progress (bind, completion, eviction) and since the first
+        Permit reservation released after it: further retries would see the same cluster, or
+        the same pods taking turns holding the same reservations (a Permit livelock upstream
+        would loop in forever), and change no outcome."""
         if self._non_timer_events:
             return True
-        change_tick, actor = self._change
-        for wp in self.scheduler.handle.waiting_pods:
-            # Let a Permit timeout happen unless this pod has timed out since the last change
-            # that could help it (then it only cycles: held, released, held again).
-            key = wp.info.key
-            if self._released.get(key, 0) <= (self._foreign_change if key == actor
-                                              else change_tick):
-                return True
+        if self._first_release is None and len(self.scheduler.handle.waiting_pods):
+            return True  # let a Permit timeout release capacity at least once
+        since = max(self._progress, self._first_release or 0)
         for key, rec in self.metrics.pods.items():
-            if rec.bound is not None or key in self._ignored_set:
-                continue
-            helped_by = self._foreign_change if key == actor else change_tick
-            if self._last_attempt.get(key, 0) <= helped_by:
+            if rec.bound is None and key not in self._ignored_set \
+                    and self._last_attempt.get(key, 0) <= since:
                 return True
         return False
