@@ -153,6 +153,40 @@ def test_matches_upstream_reference(node: tuple[int, int, int], used: tuple[int,
     assert 50 <= got["a"] <= 100
 
 
+# Property: over several nodes at once (every node having both resources takes the two-fraction
+# path for all of them; one lacking a resource takes the general path) each node still gets
+# upstream's integer.
+@settings(max_examples=150, deadline=None)
+@given(nodes=st.lists(st.tuples(st.tuples(_amount, _amount, st.integers(0, 8)),
+                                st.tuples(_amount, _amount, st.integers(0, 8))),
+                      min_size=1, max_size=5),
+       pod=st.tuples(_amount, _amount, st.integers(0, 8)), k=st.sampled_from([2, 3]))
+def test_many_nodes_match_upstream_reference(
+        nodes: list[tuple[tuple[int, int, int], tuple[int, int, int]]],
+        pod: tuple[int, int, int], k: int) -> None:
+    names = ["cpu", "memory", GPU][:k]
+    args = {"resources": [{"name": name} for name in names]}
+    snap = cluster(*(make_node(f"n{i}", {"cpu": f"{a[0]}m", "memory": a[1], GPU: a[2]})
+                     for i, (a, _u) in enumerate(nodes)))
+    for i, (_a, u) in enumerate(nodes):
+        place(snap, make_pod(f"x{i}", {"cpu": f"{u[0]}m", "memory": u[1], GPU: u[2]}), f"n{i}")
+    incoming = make_pod("p", {"cpu": f"{pod[0]}m", "memory": pod[1], GPU: pod[2]})
+    got = run_score(balanced(args), incoming, snap)
+    if not any(pod[:k]):
+        assert got is None
+        return
+    assert got == {f"n{i}": _reference(a, u, pod, k) for i, (a, u) in enumerate(nodes)}
+
+
+def test_two_scored_resources_besides_cpu_and_memory() -> None:
+    args = {"resources": [{"name": "cpu"}, {"name": GPU}]}
+    snap = cluster(make_node("a", {"cpu": "4", GPU: 4}), make_node("b", {"cpu": "4", GPU: 4}))
+    place(snap, make_pod("x", {GPU: 2}), "b")
+    # a: (0, 0) -> 100, with (0.5, 0.25) -> 87: 68; b: (0, 0.5) -> 75, with (0.5, 0.75) -> 87: 81.
+    assert run_score(balanced(args), make_pod("p", {"cpu": "2", GPU: 1}), snap) == \
+        {"a": 68, "b": 81}
+
+
 # ---- args --------------------------------------------------------------------------------------
 def test_default_args() -> None:
     args = NodeResourcesBalancedAllocationArgs.parse(None)

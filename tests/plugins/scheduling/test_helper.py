@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeberth.api.errors import InputError
 from kubeberth.plugins.scheduling.helper import (
     BrokenLinearFunction,
     FunctionShapePoint,
+    all_pass,
     args_int,
     args_list,
     args_mapping,
@@ -23,6 +24,7 @@ from kubeberth.plugins.scheduling.helper import (
     label_mask,
     parse_resource_specs,
     reason_table,
+    reason_table_from_bits,
     reject_unknown,
     trunc_div,
     validate_qualified_name,
@@ -167,6 +169,46 @@ def test_reason_table_all_pass() -> None:
     ids, table = reason_table(np.zeros((4, 3), dtype=bool), ["a", "b", "c"])
     assert ids.tolist() == [0, 0, 0, 0]
     assert table == [()]
+
+
+@pytest.mark.parametrize("width", [3, 20])
+def test_reason_table_from_bits_orders_patterns_ascending(width: int) -> None:
+    labels = [f"r{j}" for j in range(width)]
+    bits = np.array([0, 6, 1, 6, 0, 5, 1], dtype=np.int64)
+    ids, table = reason_table_from_bits(bits, labels)
+    assert table == [(), ("r0",), ("r0", "r2"), ("r1", "r2")]
+    assert ids.tolist() == [0, 3, 1, 3, 0, 2, 1]
+
+
+@pytest.mark.parametrize("width", [3, 20])
+def test_reason_table_from_bits_without_passing_nodes(width: int) -> None:
+    labels = [f"r{j}" for j in range(width)]
+    ids, table = reason_table_from_bits(np.array([4, 4, 2], dtype=np.int64), labels)
+    assert table == [(), ("r1",), ("r2",)]
+    assert ids.tolist() == [2, 2, 1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.lists(st.booleans(), min_size=5, max_size=5), min_size=1, max_size=30))
+def test_reason_table_from_bits_agrees_with_reason_table(rows: list[list[bool]]) -> None:
+    fail = np.array(rows, dtype=np.bool_)
+    labels = ["a", "b", "c", "d", "e"]
+    bits = fail.astype(np.int64) @ (1 << np.arange(5, dtype=np.int64))
+    ids, table = reason_table_from_bits(bits, labels)
+    want_ids, want_table = reason_table(fail, labels)
+    assert table == want_table
+    assert ids.tolist() == want_ids.tolist()
+
+
+# ---- filter results ----------------------------------------------------------------------------
+def test_all_pass_shares_read_only_zeros() -> None:
+    a, b = all_pass(5), all_pass(5)
+    assert a.codes.tolist() == [0] * 5 and a.reason_ids.tolist() == [0] * 5
+    assert a.reasons == [()] and a.reasons is not b.reasons
+    assert a.codes is b.codes
+    with pytest.raises(ValueError):
+        a.codes[0] = 1
+    assert len(all_pass(0).codes) == 0
 
 
 # ---- resources and args ------------------------------------------------------------------------

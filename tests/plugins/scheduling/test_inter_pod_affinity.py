@@ -8,6 +8,8 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Namespace, Node, Pod
@@ -615,6 +617,83 @@ def test_affinity_index_follows_cluster_changes() -> None:
     assert run_filter(pl, snap, pod) == {"n1": (U, (EXISTING,)), "n2": (S, ())}
     snap.remove_pod(guard)
     assert run_filter(pl, snap, pod) == Code.SKIP
+    # Again, with the guard no longer the newest pod when it leaves.
+    snap.add_pod(guard, snap.node_index["n2"])
+    assert run_filter(pl, snap, pod) == {"n1": (S, ()), "n2": (U, (EXISTING,))}
+    snap.add_pod(make_pod_info(make_pod(node="n1", name="plain")), snap.node_index["n1"])
+    assert run_filter(pl, snap, pod) == {"n1": (S, ()), "n2": (U, (EXISTING,))}
+    snap.remove_pod(guard)
+    assert run_filter(pl, snap, pod) == Code.SKIP
+
+
+def _verdicts(pl: ipa.InterPodAffinity, snap: ClusterState, pod: PodInfo) -> tuple[Any, Any]:
+    return run_filter(pl, snap, pod), run_score(pl, snap, pod)
+
+
+_GUARD = anti(term("app", "In", ("web",), "zone"))
+_LIKES_WEB = preferred("podAffinity", (5, term("app", "In", ("web",), "kubernetes.io/hostname")))
+_OPS = st.lists(st.tuples(st.sampled_from(["add", "remove", "readd", "relabel", "dry-run"]),
+                          st.integers(-3, 2), st.sampled_from([None, "guard", "likes", "both"]),
+                          st.sampled_from(["web", "db"]), st.booleans()), max_size=25)
+
+
+# Property: the incrementally kept index of pods with terms gives the same verdicts as a plugin
+# that has never seen the cluster before, through adds, removals, pods re-added behind the last
+# one, node relabels and preemption-style dry runs that restore the pod order, whether the
+# plugin looks after every change or only after several.
+@settings(max_examples=100, deadline=None)
+@given(ops=_OPS)
+def test_affinity_index_matches_a_fresh_scan(ops: list[tuple[str, int, str | None, str, bool]]
+                                             ) -> None:
+    nodes = nodes_of(("n0", {"zone": "z0"}), ("n1", {"zone": "z1"}), ("n2", {"zone": "z1"}))
+    snap = build(nodes, [])
+    pl = plugin()
+    removed: list[PodInfo] = []
+    incoming = [make_pod_info(make_pod({"app": "web"}, name="in-web")),
+                make_pod_info(make_pod({"app": "db"}, name="in-db", affinity=_GUARD))]
+    for step, (op, node, kind, app, look) in enumerate(ops):
+        # ``node`` also picks pods: negative values count from the newest.
+        where = snap.node_index[f"n{node % 3}"]
+        if op == "add":
+            aff = {None: None, "guard": _GUARD, "likes": _LIKES_WEB,
+                   "both": {**_GUARD, **_LIKES_WEB}}[kind]
+            snap.add_pod(make_pod_info(make_pod({"app": app}, name=f"p{step}", affinity=aff)),
+                         where)
+        elif op == "remove" and snap.pods:
+            victim = list(snap.pods.values())[node % len(snap.pods)]
+            snap.remove_pod(victim)
+            removed.append(victim)
+        elif op == "readd" and removed:
+            snap.add_pod(removed.pop(node % len(removed)), where)
+        elif op == "relabel":
+            snap.update_node(make_node(f"n{node % 3}", {"zone": f"z{step}"}))
+        elif op == "dry-run" and snap.pods:
+            saved = list(snap.pods.items())
+            victim = saved[node % len(saved)][1]
+            home = victim.node
+            snap.remove_pod(victim)
+            snap.add_pod(victim, home)
+            snap.pods.clear()
+            snap.pods.update(saved)
+        if look or step == len(ops) - 1:
+            for pod in incoming:
+                assert _verdicts(pl, snap, pod) == _verdicts(plugin(), snap, pod)
+
+
+def test_affinity_index_sees_a_pod_added_before_the_newest_pod_returned() -> None:
+    # The newest pod leaves and comes back behind a new pod with terms: looking only behind the
+    # newest pod would miss the new one.
+    nodes = nodes_of(("n1", {"zone": "z1"}), ("n2", {"zone": "z2"}))
+    snap = build(nodes, [make_pod({"app": "db"}, node="n1")])
+    pl = plugin()
+    pod = make_pod_info(make_pod({"app": "web"}))
+    assert run_filter(pl, snap, pod) == Code.SKIP
+    newest = next(reversed(snap.pods.values()))
+    snap.remove_pod(newest)
+    guard = make_pod_info(make_pod(node="n1", name="guard", affinity=_GUARD))
+    snap.add_pod(guard, snap.node_index["n1"])
+    snap.add_pod(newest, snap.node_index["n2"])
+    assert run_filter(pl, snap, pod) == {"n1": (U, (EXISTING,)), "n2": (S, ())}
 
 
 # ---- args and events ---------------------------------------------------------------------------

@@ -17,11 +17,18 @@ def plugin() -> NodeName:
     return node_name.new(None, handle())
 
 
-def test_pod_without_node_name_passes_everywhere() -> None:
+def test_pod_without_node_name_skips() -> None:
     snap = cluster(make_node("a"), make_node("b"))
     result, st_ = plugin().pre_filter(CycleState(), make_pod("p"), snap)
-    assert result is None and st_.ok
+    assert result is None and st_.code == Code.SKIP
     assert all(v.ok for v in run_filter(plugin(), make_pod("p"), snap).values())
+
+
+def test_filter_alone_passes_a_pod_without_node_name() -> None:
+    # A profile may enable NodeName at filter only; then Filter runs without PreFilter.
+    snap = cluster(make_node("a"), make_node("b"))
+    res = plugin().filter(CycleState(), make_pod("p"), snap, snap.node_ids())
+    assert res.codes.tolist() == [0, 0]
 
 
 def test_pre_filter_narrows_to_the_named_node() -> None:

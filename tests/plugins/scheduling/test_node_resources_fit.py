@@ -164,7 +164,8 @@ def test_pre_filter_state_lists_checks() -> None:
     result, st_ = plugin.pre_filter(state, pod, cluster())
     assert result is None and st_.ok
     s = state.read(PRE_FILTER_KEY, PreFilterState)
-    assert [c.name for c in s.checks] == ["cpu", "memory", "example.com/z"]
+    assert s.names == ("cpu", "memory", "example.com/z")
+    assert s.requests == (1000, 1024**3 * 1000, 1000)
     assert s.labels[0] == "Too many pods"
 
 
@@ -183,6 +184,47 @@ def test_filter_sees_pods_added_after_pre_filter() -> None:
     assert plugin.filter(state, pod, snap, nodes).codes.tolist() == [0]
     place(snap, make_pod("a", {"cpu": "2"}), "n")
     assert plugin.filter(state, pod, snap, nodes).codes.tolist() == [Code.UNSCHEDULABLE]
+
+
+def test_request_shapes_share_check_orders_but_not_zero_requests() -> None:
+    snap = cluster(make_node("n", {"cpu": "1", "memory": "1Gi"}))
+    place(snap, make_pod("a", {"cpu": "1"}), "n")
+    plugin = fit()
+    assert run_filter(plugin, make_pod("p", {"cpu": "1", "memory": "1"}), snap)["n"].reasons \
+        == ("Insufficient cpu",)
+    # Same resource names, but cpu is 0: it is not checked.
+    assert run_filter(plugin, make_pod("q", {"cpu": "0", "memory": "1"}), snap)["n"].ok
+
+
+def test_resource_no_node_has_fails_everywhere_unresolvably() -> None:
+    snap = cluster(make_node("a", {"cpu": "4"}), make_node("b", {"cpu": "4"}))
+    verdicts = run_filter(fit(), make_pod("p", {"cpu": "1", "example.com/new": 1}), snap)
+    for v in verdicts.values():
+        assert v.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        assert v.reasons == ("Insufficient example.com/new",)
+
+
+@pytest.mark.parametrize("count", [3, 10, 20, 70])
+def test_many_failing_requests_are_all_reported(count: int) -> None:
+    names = [f"example.com/r{i:02d}" for i in range(count)]
+    snap = cluster(make_node("empty", {"cpu": "4"}),
+                   make_node("half", {"cpu": "4", **{n: 1 for n in names[::2]}}),
+                   make_node("all", {"cpu": "4", **{n: 1 for n in names}}))
+    verdicts = run_filter(fit(), make_pod("p", {n: 1 for n in names}), snap)
+    assert verdicts["empty"].reasons == tuple(f"Insufficient {n}" for n in names)
+    assert verdicts["empty"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert verdicts["half"].reasons == tuple(f"Insufficient {n}" for n in names[1::2])
+    assert verdicts["all"].ok
+
+
+def test_passing_nodes_share_one_empty_reason_entry() -> None:
+    snap = cluster(*(make_node(f"n{i}", {"cpu": "2"}) for i in range(4)))
+    place(snap, make_pod("a", {"cpu": "2"}), "n1")
+    res = fit().filter(CycleState(), make_pod("p", {"cpu": "1"}), snap, snap.node_ids())
+    assert res.codes.tolist() == [0, Code.UNSCHEDULABLE, 0, 0]
+    assert res.codes.dtype == np.int8 and res.reason_ids.dtype == np.int32
+    assert res.reasons == [(), ("Insufficient cpu",)]
+    assert res.reason_ids.tolist() == [0, 1, 0, 0]
 
 
 # Property: the filter accepts exactly the nodes where every request fits, and calls a node
@@ -308,6 +350,54 @@ def test_scores_use_whole_units_for_huge_memory() -> None:
     snap = cluster(make_node("a", {"cpu": "4", "memory": "128Ti"}))
     scores = run_score(fit(), make_pod("p", {"cpu": "2", "memory": "32Ti"}), snap)
     assert scores == {"a": 62}
+
+
+def _score_reference(alloc: list[int], used: list[int], pod: list[int], weights: list[int],
+                     most: bool) -> int:
+    """Upstream's per-node loop (least/most allocated), skipping resources the node lacks."""
+    total = weight_sum = 0
+    for a, u, r, w in zip(alloc, used, pod, weights, strict=True):
+        if a == 0:
+            continue
+        req = u + r
+        least = 0 if req > a else (a - req) * 100 // a
+        total += (min(req, a) * 100 // a if most else least) * w
+        weight_sum += w
+    return total // weight_sum if weight_sum else 0
+
+
+# Property: both scoring paths (every node has every resource, or some lack one) give upstream's
+# per-node integers for any weights.
+@settings(max_examples=150, deadline=None)
+@given(nodes=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40), st.integers(0, 4)),
+                      min_size=1, max_size=5),
+       used=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40), st.integers(0, 4)),
+                     min_size=5, max_size=5),
+       pod=st.tuples(st.integers(1, 40), st.integers(1, 40), st.integers(0, 4)),
+       weights=st.tuples(st.integers(1, 5), st.integers(1, 5), st.integers(1, 5)),
+       most=st.booleans(), with_gpu=st.booleans())
+def test_scores_match_upstream_loop(nodes: list[tuple[int, int, int]],
+                                    used: list[tuple[int, int, int]], pod: tuple[int, int, int],
+                                    weights: tuple[int, int, int], most: bool,
+                                    with_gpu: bool) -> None:
+    names = ["cpu", "memory", GPU] if with_gpu else ["cpu", "memory"]
+    plugin = fit({"scoringStrategy": {
+        "type": "MostAllocated" if most else "LeastAllocated",
+        "resources": [{"name": n, "weight": w} for n, w in zip(names, weights, strict=False)]}})
+    snap = cluster(*(make_node(f"n{i}", {"cpu": f"{c}m", "memory": m, GPU: g})
+                     for i, (c, m, g) in enumerate(nodes)))
+    for i in range(len(nodes)):
+        c, m, g = used[i]
+        place(snap, make_pod(f"u{i}", {"cpu": f"{c}m", "memory": m, GPU: g}), f"n{i}")
+    got = run_score(plugin, make_pod("p", {"cpu": f"{pod[0]}m", "memory": pod[1], GPU: pod[2]}),
+                    snap)
+    k = len(names)
+    for i, node in enumerate(nodes):
+        # A scalar resource the pod does not request is not scored at all.
+        ks = [j for j in range(k) if j < 2 or pod[j] > 0]
+        want = _score_reference([node[j] for j in ks], [used[i][j] for j in ks],
+                                [pod[j] for j in ks], [weights[j] for j in ks], most)
+        assert got is not None and got[f"n{i}"] == want
 
 
 # ---- args --------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import pytest
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Toleration
+from kubeberth.framework.cycle_state import CycleState
 from kubeberth.framework.status import Code
 from kubeberth.plugins.scheduling import node_unschedulable
 from kubeberth.plugins.scheduling.node_unschedulable import (
@@ -48,6 +49,25 @@ def test_uncordoning_lets_pods_in() -> None:
     assert not run_filter(plugin(), make_pod("p"), snap)["n"].ok
     snap.update_node(make_node("n"))
     assert run_filter(plugin(), make_pod("p"), snap)["n"].ok
+
+
+def test_no_cordoned_node_passes_all() -> None:
+    snap = cluster(make_node("a"), make_node("b"))
+    res = plugin().filter(CycleState(), make_pod("p"), snap, snap.node_ids())
+    assert res.codes.tolist() == [0, 0] and res.reasons == [()]
+
+
+def test_cordoned_node_outside_the_candidates_does_not_matter() -> None:
+    snap = cluster(make_node("cordoned", unschedulable=True), make_node("open"))
+    res = plugin().filter(CycleState(), make_pod("p"), snap, snap.node_ids()[1:])
+    assert res.codes.tolist() == [0]
+
+
+def test_removed_cordoned_node_leaves_the_others_alone() -> None:
+    snap = cluster(make_node("cordoned", unschedulable=True), make_node("open"))
+    snap.remove_node("cordoned")
+    verdicts = run_filter(plugin(), make_pod("p"), snap)
+    assert list(verdicts) == ["open"] and verdicts["open"].ok
 
 
 def test_no_args_and_events() -> None:

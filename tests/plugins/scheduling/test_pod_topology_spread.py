@@ -577,6 +577,21 @@ def test_score_system_defaults_for_a_replicaset_pod() -> None:
         "node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100}
 
 
+def test_system_defaults_select_by_each_pods_own_labels() -> None:
+    # One plugin instance scores pods of two ReplicaSets: the defaults are shared, the
+    # selector comes from each pod.
+    owner = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                                  "controller": True}]}
+    snap = build(hosts("node-a", "node-b"), pods_on({"node-a": 2}, {"app": "x"}))
+    plugin = default_plugin()
+    candidates = ["node-a", "node-b"]
+    x = make_pod_info(make_pod("px", {"app": "x"}, meta=owner))
+    y = make_pod_info(make_pod("py", {"app": "y"}, meta=owner))
+    assert run_score(plugin, snap, x, candidates) == {"node-a": 40, "node-b": 100}
+    assert run_score(plugin, snap, y, candidates) == {"node-a": 100, "node-b": 100}
+    assert run_score(plugin, snap, x, candidates) == {"node-a": 40, "node-b": 100}
+
+
 def test_pre_score_skips() -> None:
     snap = build(hosts("node-a", "node-b"), [])
     nodes = snap.node_ids()

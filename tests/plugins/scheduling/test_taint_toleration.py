@@ -143,6 +143,53 @@ def test_raw_score_and_normalisation() -> None:
     assert p.score(CycleState(), pod, snap, snap.node_ids()).tolist() == [1, 0]
 
 
+# ---- fast paths --------------------------------------------------------------------------------
+def test_cluster_without_hard_taints_passes_every_node() -> None:
+    snap = cluster(make_node("a"), make_node("b", taints=[taint("s", "1", "PreferNoSchedule")]))
+    res = plugin().filter(CycleState(), make_pod("p"), snap, snap.node_ids())
+    assert res.codes.tolist() == [0, 0]
+    assert res.reasons == [()]
+
+
+def test_tolerated_hard_taints_pass_without_per_node_work() -> None:
+    snap = cluster(make_node("a", taints=[taint("k", "v")]), make_node("b"))
+    pod = make_pod("p", tolerations=[tol("k", "v", "NoSchedule")])
+    res = plugin().filter(CycleState(), pod, snap, snap.node_ids())
+    assert res.codes.tolist() == [0, 0]
+
+
+def test_score_without_prefer_no_schedule_taints_normalises_to_100() -> None:
+    # Upstream scores every node 0 and the reversed normalisation turns that into 100.
+    snap = cluster(make_node("a"), make_node("b", taints=[taint("k", "v")]))
+    state, pod, p = CycleState(), make_pod("p"), plugin()
+    p.pre_score(state, pod, snap, snap.node_ids())
+    raw = p.score(state, pod, snap, snap.node_ids())
+    assert raw.tolist() == [0, 0]
+    norm = p.normalize_score(state, pod, raw)
+    assert norm is not None and norm.tolist() == [100, 100]
+
+
+def test_taint_changes_after_a_call_are_seen() -> None:
+    p = plugin()
+    snap = cluster(make_node("a"), make_node("b"))
+    assert all(v.ok for v in run_filter(p, make_pod("p"), snap).values())
+    assert run_score(p, make_pod("p"), snap) == {"a": 100, "b": 100}
+    snap.update_node(make_node("b", taints=[taint("k", "v"), taint("s", "1", "PreferNoSchedule")]))
+    snap.update_node(make_node("a", taints=[taint("s", "1", "PreferNoSchedule")]))
+    verdicts = run_filter(p, make_pod("p"), snap)
+    assert verdicts["a"].ok and verdicts["b"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert run_score(p, make_pod("p"), snap) == {"a": 0, "b": 0}
+    snap.update_node(make_node("a"))
+    assert run_score(p, make_pod("p"), snap) == {"a": 100, "b": 0}
+
+
+def test_filter_on_a_subset_of_nodes() -> None:
+    snap = cluster(make_node("a", taints=[taint("k")]), make_node("b"), make_node("c",
+                   taints=[taint("k")]))
+    res = plugin().filter(CycleState(), make_pod("p"), snap, snap.node_ids()[1:])
+    assert res.codes.tolist() == [0, Code.UNSCHEDULABLE_AND_UNRESOLVABLE]
+
+
 def test_no_args_and_events() -> None:
     with pytest.raises(InputError):
         taint_toleration.new({"x": 1}, handle())

@@ -7,8 +7,9 @@ upstream (kubernetes PR #135573) the score is the change in balance mapped onto 
 ``50 + (50 + balance_with - balance_without) / 2`` (integer division), so an unchanged balance
 scores 75. Scores use actual requests, not the scoring defaults, and best-effort pods (no request
 for any configured resource) skip the plugin. Float arithmetic runs in upstream's units and in
-upstream's order so the truncations land on the same integers. Older upstream releases scored
-only the balance with the pod; that variant is not offered.
+upstream's order so the truncations land on the same integers; the common case, two resources
+that every candidate has, computes both balances at once without per-node masks. Older upstream
+releases scored only the balance with the pod; that variant is not offered.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ from kubeberth.plugins.scheduling.helper import (
     trunc_div,
 )
 from kubeberth.plugins.scheduling.node_resources_fit import (
-    allocation_matrices,
+    ScoreInputs,
     pod_score_requests,
+    score_inputs,
 )
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
@@ -75,7 +77,7 @@ class NodeResourcesBalancedAllocationArgs:
 
 @dataclass(frozen=True, slots=True)
 class PreScoreState:
-    pod_requests: IntArray
+    pod_requests: tuple[int, ...]
 
 
 def _std(fractions: FloatArray, valid: npt.NDArray[np.bool_]) -> FloatArray:
@@ -111,6 +113,35 @@ def balance(alloc: IntArray, requested: IntArray) -> IntArray:
     return ((1.0 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
 
 
+_HALF = MAX_NODE_SCORE // 2
+# Score for each change of balance (with the pod minus without), ``50 + (50 + change) / 2`` in
+# Go's truncating division. Balances lie in 0..100, so changes in -100..100; negative changes
+# sit at the end of the table, where numpy's negative indices find them.
+_SCORE_OF_CHANGE = np.array(
+    [_HALF + int((_HALF + d) / 2) for d in range(MAX_NODE_SCORE + 1)]
+    + [_HALF + int((_HALF + d) / 2) for d in range(-MAX_NODE_SCORE, 0)], dtype=np.int64)
+
+
+def _two_resource_balances(inputs: ScoreInputs) -> IntArray:
+    """Balances without (row 0) and with (row 1) the pod when every candidate has both scored
+    resources: upstream's two-fraction case, |f0 - f1| / 2, for both rows at once."""
+    fractions = []
+    for alloc, used, pod in zip(inputs.alloc, inputs.used, inputs.pod, strict=True):
+        requested = np.empty((2, len(used)), dtype=np.int64)
+        requested[0] = used
+        np.add(used, pod, out=requested[1])
+        f = requested / alloc  # float64(requested) / float64(allocatable), as upstream
+        np.minimum(f, 1.0, out=f)
+        fractions.append(f)
+    std = fractions[0]
+    std -= fractions[1]
+    np.abs(std, out=std)
+    std *= 0.5  # exact, like upstream's division by 2
+    np.subtract(1.0, std, out=std)
+    std *= float(MAX_NODE_SCORE)
+    return std.astype(np.int64)
+
+
 class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     name = NAME
 
@@ -120,7 +151,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     def pre_score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                   nodes: IntArray) -> Status:
         requests = pod_score_requests(pod, self.args.resources, use_requested=True)
-        if not requests.any():
+        if not any(requests):
             # Best-effort pods would all pile onto one node (kubernetes issue #129138).
             return Status(Code.SKIP)
         state.write(PRE_SCORE_KEY, PreScoreState(requests))
@@ -132,12 +163,15 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         requests = s.pod_requests if isinstance(s, PreScoreState) else \
             pod_score_requests(pod, self.args.resources, use_requested=True)
         resources = self.args.resources
-        alloc, with_pod = allocation_matrices(snap, nodes, resources, requests,
-                                              use_requested=True)
-        without_pod = with_pod - requests
-        half = MAX_NODE_SCORE // 2
-        change = half + balance(alloc, with_pod) - balance(alloc, without_pod)
-        return half + trunc_div(change, 2)
+        inputs = score_inputs(snap, nodes, resources, requests, use_requested=True)
+        if len(inputs.index) == 2 and inputs.dense:
+            balances = _two_resource_balances(inputs)
+            change = balances[1] - balances[0]
+            return np.asarray(_SCORE_OF_CHANGE[change], dtype=np.int64)
+        alloc, with_pod = inputs.matrices(len(nodes), len(resources))
+        without_pod = with_pod - np.array(requests, dtype=np.int64)
+        change = _HALF + balance(alloc, with_pod) - balance(alloc, without_pod)
+        return _HALF + trunc_div(change, 2)
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> NodeResourcesBalancedAllocation:

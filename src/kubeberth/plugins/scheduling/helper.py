@@ -3,9 +3,12 @@
 Upstream's helpers work on one node at a time; these work on every candidate node at once:
 ``DefaultNormalizeScore`` and the broken-linear shape function on int64 arrays with Go's integer
 division (truncation toward zero), label columns factorised once per node change so a selector
-is evaluated per distinct label value rather than per node, and reason tables that turn a
-per-node "which checks failed" matrix into a handful of reason tuples. The small typed readers
-for plugin args live here too, so every plugin reports bad args with the same field paths. This
+is evaluated per distinct label value rather than per node, reason tables that turn a
+per-node "which checks failed" matrix into a handful of reason tuples, and the shared all-pass
+verdict most filters return most of the time. A scheduling decision has a budget of a fraction
+of a millisecond, so the caches here (zero arrays per batch size, reason tables per failure
+pattern) are about numpy's per-call overhead, not about large data. The small typed readers for
+plugin args live here too, so every plugin reports bad args with the same field paths. This
 module decides nothing by itself and holds no per-cycle state.
 """
 
@@ -22,6 +25,7 @@ import numpy.typing as npt
 
 from kubeberth.api.errors import InputError
 from kubeberth.framework.interface import MAX_NODE_SCORE
+from kubeberth.framework.status import FilterResult
 from kubeberth.state.cluster import BoolArray, ClusterState, IntArray
 
 IdArray = npt.NDArray[np.int32]
@@ -131,7 +135,68 @@ def label_mask(snap: ClusterState, key: str, nodes: IntArray,
     return np.asarray(per_value[codes[nodes]], dtype=np.bool_)
 
 
+# ---- filter results --------------------------------------------------------------------------
+_PASS_CODES: dict[int, tuple[npt.NDArray[np.int8], IdArray]] = {}
+_PASS_CACHE_LIMIT = 64
+
+
+def all_pass(n: int) -> FilterResult:
+    """A verdict that passes all ``n`` candidates. Most filters pass every node most of the
+    time, so the zero arrays are shared between calls (read-only, so a caller that tried to
+    write into them fails loudly) and only the small result object is new."""
+    arrays = _PASS_CODES.get(n)
+    if arrays is None:
+        if len(_PASS_CODES) >= _PASS_CACHE_LIMIT:
+            _PASS_CODES.clear()
+        codes = np.zeros(n, dtype=np.int8)
+        ids = np.zeros(n, dtype=np.int32)
+        codes.flags.writeable = False
+        ids.flags.writeable = False
+        arrays = _PASS_CODES[n] = (codes, ids)
+    return FilterResult(arrays[0], arrays[1])
+
+
 # ---- reason tables ---------------------------------------------------------------------------
+_LOOKUP_BITS = 16  # up to this many checks, combinations are grouped by a direct lookup table
+_TABLE_CACHE_LIMIT = 256
+# (labels, which bit patterns occur) -> (pattern -> id, reason table). A filter that fails nodes
+# keeps failing them the same few ways from one cycle to the next.
+_TABLES: dict[tuple[tuple[str, ...], bytes], tuple[IdArray, tuple[tuple[str, ...], ...]]] = {}
+
+
+def reason_table_from_bits(bits: IntArray, labels: Sequence[str]
+                           ) -> tuple[IdArray, list[tuple[str, ...]]]:
+    """Reason ids and table from one int64 per node whose bit ``j`` says check ``j`` failed
+    (0: the node failed nothing). Each distinct combination becomes one table entry, in
+    ascending bit-pattern order, listing the labels of its failed checks in bit order."""
+    if len(labels) > _LOOKUP_BITS:
+        combos, inverse = np.unique(bits, return_inverse=True)
+        ids = np.asarray(inverse, dtype=np.int32).reshape(-1)
+        if combos.size and combos[0] == 0:
+            combos = combos[1:]
+        else:
+            ids = ids + 1
+        return ids, [(), *_reason_tuples(combos.tolist(), labels)]
+    present = np.bincount(bits, minlength=1 << len(labels)) > 0
+    present[0] = False
+    key = (tuple(labels), present.tobytes())
+    hit = _TABLES.get(key)
+    if hit is None:
+        # A pattern's id is its rank among the patterns present.
+        rank = np.cumsum(present, dtype=np.int32)
+        rank.flags.writeable = False
+        hit = (rank, ((), *_reason_tuples(np.flatnonzero(present).tolist(), labels)))
+        if len(_TABLES) >= _TABLE_CACHE_LIMIT:
+            _TABLES.clear()
+        _TABLES[key] = hit
+    return hit[0].take(bits), list(hit[1])
+
+
+def _reason_tuples(combos: list[int], labels: Sequence[str]) -> list[tuple[str, ...]]:
+    return [tuple(label for j, label in enumerate(labels) if combo >> j & 1)
+            for combo in combos]
+
+
 def reason_table(fail: BoolArray, labels: Sequence[str]
                  ) -> tuple[IdArray, list[tuple[str, ...]]]:
     """Turn ``fail[node, check]`` into reason ids and a table of reason tuples.
@@ -146,14 +211,13 @@ def reason_table(fail: BoolArray, labels: Sequence[str]
         return ids, table
     rows = np.ascontiguousarray(fail[failing], dtype=np.bool_)
     if m <= 63:
-        # One int64 bit per check: a 1-d unique on integers is the cheapest grouping.
-        bits = np.left_shift(np.int64(1), np.arange(m, dtype=np.int64))
-        combos, inverse = np.unique(rows.astype(np.int64) @ bits, return_inverse=True)
-        decoded = (combos[:, None] & bits) != 0
-    else:
-        combos, inverse = np.unique(rows.view(np.dtype((np.void, m))).ravel(),
-                                    return_inverse=True)
-        decoded = np.frombuffer(combos.tobytes(), dtype=np.bool_).reshape(-1, m)
+        # One int64 bit per check turns each combination into one integer.
+        weights = np.left_shift(np.int64(1), np.arange(m, dtype=np.int64))
+        sub_ids, table = reason_table_from_bits(rows.astype(np.int64) @ weights, labels)
+        ids[failing] = sub_ids
+        return ids, table
+    combos, inverse = np.unique(rows.view(np.dtype((np.void, m))).ravel(), return_inverse=True)
+    decoded = np.frombuffer(combos.tobytes(), dtype=np.bool_).reshape(-1, m)
     for row in decoded:
         table.append(tuple(labels[int(j)] for j in np.flatnonzero(row)))
     ids[failing] = np.asarray(inverse, dtype=np.int32).reshape(-1) + 1

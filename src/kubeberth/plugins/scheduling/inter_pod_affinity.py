@@ -3,8 +3,8 @@
 Affinity is a relation between pods, so PreFilter and PreScore must look at bound pods one by
 one, as upstream does; they reduce what they find to counts per (topology key, value), after
 which Filter and Score are array lookups over the candidate nodes grouped by topology value.
-Pods carrying (anti-)affinity are indexed once per cluster change and their terms compiled once,
-so a cycle in which neither the incoming pod nor any bound pod has terms costs a dictionary scan.
+Pods carrying (anti-)affinity are indexed as they are bound and their terms compiled once, so a
+cycle in which neither the incoming pod nor any bound pod has terms costs next to nothing.
 
 Semantics follow upstream: namespaces default to the owning pod's, a ``namespaceSelector`` is
 matched against namespace labels (``{}`` selects every namespace), and ``matchLabelKeys`` /
@@ -236,40 +236,109 @@ def _clone(counts: Counts) -> Counts:
 
 
 class _AffinityIndex:
-    """Bound pods that carry pod (anti-)affinity, with their compiled terms; rebuilt when the
-    cluster's generation changes, reusing the terms of pods that are still the same object."""
+    """Bound pods that carry pod (anti-)affinity terms, with the terms compiled once.
 
-    __slots__ = ("_compiled", "_entries", "_generation", "_snap")
+    Scanning every bound pod each cycle would cost more than the rest of a cycle, so the index
+    follows the snapshot's pod map incrementally. Every pod add, pod removal and node change
+    bumps ``snap.generation`` once and a pod add appends to ``snap.pods``; so when the entries
+    after the last pod seen before are exactly as many as the additions the counters imply
+    (``2 * added == generations + growth``), they are all the pods added since, and removals
+    can only have taken pods out, which a check of the indexed pods finds. Anything else (a
+    node change, a pod removed and re-added behind the last one, an order restored by
+    preemption's dry run) fails that test and the index is rebuilt by a full scan."""
+
+    __slots__ = ("_anti", "_by_key", "_count", "_dirty", "_entries", "_generation", "_snap",
+                 "_tail")
 
     def __init__(self) -> None:
         self._snap: ClusterState | None = None
         self._generation = -1
+        self._count = 0
+        self._tail: PodInfo | None = None
+        # pod key -> (bound pod, the Pod its terms were compiled from, terms)
+        self._by_key: dict[str, tuple[PodInfo, Pod, _PodTerms]] = {}
         self._entries: list[tuple[PodInfo, _PodTerms]] = []
-        self._compiled: dict[int, tuple[Pod, _PodTerms]] = {}
+        self._anti: list[tuple[PodInfo, _PodTerms]] = []
+        self._dirty = False  # _by_key changed since the lists were built
 
     def entries(self, snap: ClusterState) -> list[tuple[PodInfo, _PodTerms]]:
-        if self._snap is snap and self._generation == snap.generation:
-            return self._entries
-        old = self._compiled
-        compiled: dict[int, tuple[Pod, _PodTerms]] = {}
-        entries = []
-        for pi in snap.pods.values():
-            affinity = pi.pod.spec.affinity
-            if affinity is None or pi.node < 0 or (affinity.pod_affinity is None
-                                                   and affinity.pod_anti_affinity is None):
-                continue
-            pod = pi.pod
-            hit = old.get(id(pod))
-            terms = hit[1] if hit is not None and hit[0] is pod else _terms_or_none(pod)
-            compiled[id(pod)] = (pod, terms)
-            entries.append((pi, terms))
-        self._snap, self._generation = snap, snap.generation
-        self._entries, self._compiled = entries, compiled
-        return entries
+        """Every indexed pod with its terms."""
+        self._sync(snap)
+        return self._entries
 
-    def terms_of(self, pod: Pod) -> _PodTerms:
-        hit = self._compiled.get(id(pod))
-        return hit[1] if hit is not None and hit[0] is pod else _terms_or_none(pod)
+    def with_required_anti_affinity(self, snap: ClusterState
+                                    ) -> list[tuple[PodInfo, _PodTerms]]:
+        """The indexed pods that have required anti-affinity terms (upstream's
+        ``HavePodsWithRequiredAntiAffinityList``)."""
+        self._sync(snap)
+        return self._anti
+
+    def terms_of(self, pi: PodInfo) -> _PodTerms:
+        hit = self._by_key.get(pi.key)
+        return hit[2] if hit is not None and hit[1] is pi.pod else _terms_or_none(pi.pod)
+
+    def _sync(self, snap: ClusterState) -> None:
+        if self._snap is snap and self._generation == snap.generation:
+            return
+        if self._snap is not snap or not self._catch_up(snap):
+            self._rebuild(snap)
+        self._snap, self._generation, self._count = snap, snap.generation, len(snap.pods)
+        self._tail = next(reversed(snap.pods.values()), None)
+        if self._dirty:
+            self._entries = [(pi, terms) for pi, _pod, terms in self._by_key.values()]
+            self._anti = [(pi, terms) for pi, terms in self._entries
+                          if terms.required_anti_affinity]
+            self._dirty = False
+
+    def _catch_up(self, snap: ClusterState) -> bool:
+        """Apply the changes since the last sync; False when they cannot be told apart."""
+        changes = snap.generation - self._generation
+        growth = len(snap.pods) - self._count
+        added: list[PodInfo] = []
+        for pi in reversed(snap.pods.values()):
+            if pi is self._tail:
+                break
+            if len(added) == changes:
+                return False
+            added.append(pi)
+        else:
+            if self._tail is not None:
+                return False
+        if 2 * len(added) != changes + growth:
+            return False
+        by_key = self._by_key
+        if len(added) > growth:  # some pods were removed
+            pods = snap.pods
+            for key in [k for k, (pi, _p, _t) in by_key.items() if pods.get(k) is not pi]:
+                del by_key[key]
+                self._dirty = True
+        for pi in reversed(added):
+            self._classify(pi)
+        return True
+
+    def _rebuild(self, snap: ClusterState) -> None:
+        old, self._by_key = self._by_key, {}
+        self._dirty = True
+        for pi in snap.pods.values():
+            hit = old.get(pi.key)
+            if hit is not None and hit[0] is pi and hit[1] is pi.pod:
+                if pi.node >= 0:
+                    self._by_key[pi.key] = hit
+            else:
+                self._classify(pi)
+
+    def _classify(self, pi: PodInfo) -> None:
+        """Index ``pi`` if it is bound and has terms; forget an older entry under its key."""
+        if self._by_key.pop(pi.key, None) is not None:
+            self._dirty = True
+        affinity = pi.pod.spec.affinity
+        if affinity is None or pi.node < 0 or (affinity.pod_affinity is None
+                                               and affinity.pod_anti_affinity is None):
+            return
+        terms = _terms_or_none(pi.pod)
+        if terms is not _NO_TERMS:
+            self._by_key[pi.key] = (pi, pi.pod, terms)
+            self._dirty = True
 
 
 def _terms_or_none(pod: Pod) -> _PodTerms:
@@ -322,15 +391,18 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
             terms = compile_pod_terms(pod.pod)
         except InputError as err:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"parsing pod: {err}",))
+        required, anti = terms.required_affinity, terms.required_anti_affinity
+        with_anti = self._index.with_required_anti_affinity(snap)
+        if not with_anti and not required and not anti:
+            return None, Status(Code.SKIP)
         namespace, labels = pod.namespace, pod.labels
         ns_labels = _namespace_labels(snap)
         node_labels = snap.labels
         existing: Counts = {}
-        for pi, other in self._index.entries(snap):
+        for pi, other in with_anti:
             for t in other.required_anti_affinity:
                 if t.matches(namespace, labels, ns_labels):
                     _bump(existing, t.topology_key, node_labels[pi.node], 1)
-        required, anti = terms.required_affinity, terms.required_anti_affinity
         if not existing and not required and not anti:
             return None, Status(Code.SKIP)
         affinity: Counts = {}
@@ -374,7 +446,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         """Upstream ``preFilterState.updateWithPod``."""
         ns_labels = _namespace_labels(snap)
         on_node = snap.labels[node]
-        for t in self._index.terms_of(other.pod).required_anti_affinity:
+        for t in self._index.terms_of(other).required_anti_affinity:
             if t.matches(s.namespace, s.labels, ns_labels):
                 _bump(s.existing_anti_affinity, t.topology_key, on_node, delta)
         other_ns, other_labels = other.namespace, other.labels
@@ -434,6 +506,9 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         has_constraints = bool(preferred or preferred_anti)
         if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return Status(Code.SKIP)
+        entries = self._index.entries(snap)
+        if not has_constraints and not entries:
+            return Status(Code.SKIP)  # nothing could add to the score map
         namespace, labels = pod.namespace, pod.labels
         ns_labels = _namespace_labels(snap)
         node_labels = snap.labels
@@ -456,7 +531,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
                     if on_node and t.matches(other_ns, other_labels, ns_labels):
                         matched |= _add_score(score, t.topology_key, on_node, -t.weight)
         # ...and the terms of bound pods that have any against the incoming pod.
-        for pi, other in self._index.entries(snap):
+        for pi, other in entries:
             on_node = node_labels[pi.node]
             if not on_node:
                 continue

@@ -1,8 +1,9 @@
 """NodeName: a pod that names its node in ``spec.nodeName`` may only go there.
 
 PreFilter narrows the cycle to that one node, as newest upstream does, and Filter rejects every
-other node as UnschedulableAndUnresolvable so preemption never tries them. Pods without
-``spec.nodeName`` pass untouched. (Pods a manifest already binds are placed by the host, not
+other node as UnschedulableAndUnresolvable so preemption never tries them. For pods without
+``spec.nodeName`` PreFilter returns Skip, so the framework does not run Filter at all (it would
+pass every node). (Pods a manifest already binds are placed by the host, not
 scheduled; this plugin matters for pods that name a node yet go through the scheduler.)
 """
 
@@ -24,6 +25,7 @@ from kubeberth.framework.interface import (
     PreFilterResult,
 )
 from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
+from kubeberth.plugins.scheduling.helper import all_pass
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 NAME = "NodeName"
@@ -36,13 +38,15 @@ class NodeName(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     def pre_filter(self, state: CycleState, pod: PodInfo,
                    snap: ClusterState) -> tuple[PreFilterResult | None, Status]:
         wanted = pod.pod.spec.node_name
-        return (PreFilterResult({wanted}) if wanted else None), SUCCESS
+        if not wanted:
+            return None, Status(Code.SKIP)
+        return PreFilterResult({wanted}), SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                nodes: IntArray) -> FilterResult:
         wanted = pod.pod.spec.node_name
         if not wanted:
-            return FilterResult.passing(len(nodes))
+            return all_pass(len(nodes))
         fail = nodes != snap.node_index.get(wanted, -1)
         return FilterResult.from_mask(np.asarray(fail, dtype=np.bool_),
                                       Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON,))

@@ -8,18 +8,21 @@ preemption can help), else Unschedulable. Upstream walks the scalar resources in
 we list them sorted by name so reasons are reproducible. Score implements the three scoring
 strategies over the non-zero requests (100m cpu / 200Mi memory for containers that state none),
 in upstream's units (millicores, whole bytes and counts) so the integer formulas, rounding and
-overflow match. The shared allocation matrices are also used by
-:mod:`~kubeberth.plugins.scheduling.balanced_allocation`. Pod-level resources, in-place resize
-and DRA-backed extended resources are not modelled.
+overflow match. The gathered score inputs are also used by
+:mod:`~kubeberth.plugins.scheduling.balanced_allocation`. Both Filter and Score gather the
+candidates' rows once and then work one resource at a time on contiguous arrays; the masks for
+nodes lacking a scored resource are only built when some candidate does lack one. Pod-level
+resources, in-place resize and DRA-backed extended resources are not modelled.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource
@@ -40,6 +43,7 @@ from kubeberth.plugins.scheduling.helper import (
     BrokenLinearFunction,
     FunctionShapePoint,
     ResourceSpec,
+    all_pass,
     args_int,
     args_list,
     args_mapping,
@@ -47,6 +51,7 @@ from kubeberth.plugins.scheduling.helper import (
     is_scalar_resource,
     parse_resource_specs,
     reason_table,
+    reason_table_from_bits,
     reject_unknown,
     validate_qualified_name,
 )
@@ -198,25 +203,56 @@ def _scale(name: str) -> int:
 
 
 def pod_score_requests(pod: PodInfo, resources: Sequence[ResourceSpec],
-                       use_requested: bool) -> IntArray:
+                       use_requested: bool) -> tuple[int, ...]:
     """Upstream ``calculatePodResourceRequestList`` in upstream units: the non-zero requests
     (scoring defaults for containers without cpu/memory) unless ``use_requested``."""
     source = pod.requests if use_requested else pod.non_zero
-    return np.array([source.get(r.name, 0) // _scale(r.name) for r in resources],
-                    dtype=np.int64)
+    return tuple(source.get(r.name, 0) // _scale(r.name) for r in resources)
 
 
-def allocation_matrices(snap: ClusterState, nodes: IntArray, resources: Sequence[ResourceSpec],
-                        pod_requests: IntArray, use_requested: bool
-                        ) -> tuple[IntArray, IntArray]:
-    """Allocatable and requested-with-the-pod per node and resource, in upstream units, as
-    upstream ``calculateResourceAllocatableRequest`` builds them. Columns the scorers must skip
-    have allocatable 0: a scalar resource the pod does not request, a resource upstream does not
-    score (``pods``, unprefixed names) and a resource the node lacks."""
-    n = len(nodes)
-    alloc = np.zeros((n, len(resources)), dtype=np.int64)
-    requested = np.zeros((n, len(resources)), dtype=np.int64)
+@dataclass(frozen=True, slots=True)
+class ScoreInputs:
+    """The resources upstream ``calculateResourceAllocatableRequest`` would score for this pod,
+    in upstream units, one array over the candidate nodes per resource: their positions in the
+    plugin's resource list, the nodes' allocatable, what the nodes' pods request (without this
+    pod; fresh arrays the scorers may change) and the pod's own requests."""
+
+    index: tuple[int, ...]
+    alloc: list[IntArray]
+    used: list[IntArray]
+    pod: tuple[int, ...]
+
+    @property
+    def dense(self) -> bool:
+        """Whether every candidate has every scored resource, so no per-node skipping is
+        needed: the scorers then drop their masks."""
+        return bool(self.index) and all(int(a.min()) > 0 for a in self.alloc)
+
+    def matrices(self, n: int, num_resources: int) -> tuple[IntArray, IntArray]:
+        """Nodes × resources matrices of allocatable (0 where a resource is not scored) and of
+        requests with the pod, the form the masked scorers take."""
+        alloc = np.zeros((n, num_resources), dtype=np.int64)
+        requested = np.zeros((n, num_resources), dtype=np.int64)
+        for j, a, u, p in zip(self.index, self.alloc, self.used, self.pod, strict=True):
+            alloc[:, j] = a
+            requested[:, j] = u + p
+        return alloc, requested
+
+
+def score_inputs(snap: ClusterState, nodes: IntArray, resources: Sequence[ResourceSpec],
+                 pod_requests: Sequence[int], use_requested: bool) -> ScoreInputs:
+    """Gather what the scorers read. Left out are the resources whose allocatable upstream reads
+    as 0 on every node: a scalar resource the pod does not request, a resource upstream does
+    not score (``pods``, unprefixed names) and a resource no node has. A node lacking a scored
+    resource has allocatable 0 there, which the masked scorers skip per node. Whole rows are
+    gathered once per matrix: a row gather is contiguous, a column gather is not."""
     width = snap.allocatable.shape[1]
+    alloc_rows = snap.allocatable.take(nodes, axis=0)
+    requested_rows: IntArray | None = None
+    non_zero_rows: IntArray | None = None
+    index: list[int] = []
+    alloc: list[IntArray] = []
+    used: list[IntArray] = []
     for j, res in enumerate(resources):
         name = res.name
         scalar = is_scalar_resource(name)
@@ -225,12 +261,23 @@ def allocation_matrices(snap: ClusterState, nodes: IntArray, resources: Sequence
         c = snap.resources.get(name)
         if c is None or c >= width:
             continue
+        if name in (CPU, MEMORY) and not use_requested:
+            if non_zero_rows is None:
+                non_zero_rows = snap.non_zero_requested.take(nodes, axis=0)
+            rows = non_zero_rows
+        else:
+            if requested_rows is None:
+                requested_rows = snap.requested.take(nodes, axis=0)
+            rows = requested_rows
         scale = _scale(name)
-        base = snap.non_zero_requested if name in (CPU, MEMORY) and not use_requested \
-            else snap.requested
-        alloc[:, j] = snap.allocatable[nodes, c] // scale
-        requested[:, j] = base[nodes, c] // scale + pod_requests[j]
-    return alloc, requested
+        index.append(j)
+        if scale == 1:
+            alloc.append(alloc_rows[:, c])
+            used.append(rows[:, c].copy())
+        else:
+            alloc.append(alloc_rows[:, c] // scale)
+            used.append(rows[:, c] // scale)
+    return ScoreInputs(tuple(index), alloc, used, tuple(pod_requests[j] for j in index))
 
 
 def _weighted(scores: IntArray, include: BoolArray, weights: IntArray) -> tuple[IntArray, IntArray]:
@@ -271,25 +318,66 @@ def requested_to_capacity_ratio(alloc: IntArray, requested: IntArray, weights: I
     return np.where(weight_sum == 0, 0, rounded)
 
 
+def _dense_share(inputs: ScoreInputs, weights: IntArray, most: bool) -> IntArray:
+    """Least/MostAllocated when every candidate has every scored resource: the masked scorers'
+    integer formulas one resource at a time, with a constant weight sum."""
+    equal = len({int(weights[j]) for j in inputs.index}) == 1
+    weight_sum = 0
+    shares: list[IntArray] = []
+    for j, alloc, per, pod in zip(inputs.index, inputs.alloc, inputs.used, inputs.pod,
+                                  strict=True):
+        per += pod
+        if most:
+            np.minimum(per, alloc, out=per)
+        else:
+            # Over-committed scores 0: clipping the free amount at 0 gives exactly that.
+            np.subtract(alloc, per, out=per)
+            np.maximum(per, 0, out=per)
+        per *= MAX_NODE_SCORE
+        per //= alloc
+        # With equal weights sum(s * w) / (k * w) is sum(s) / k: they cancel exactly.
+        weight = 1 if equal else int(weights[j])
+        if weight != 1:
+            per *= weight
+        shares.append(per)
+        weight_sum += weight
+    total = shares[0]
+    for per in shares[1:]:
+        total += per
+    if weight_sum != 1:
+        total //= weight_sum
+    return total
+
+
 # ---- plugin ----------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class _Check:
-    name: str
-    request: int  # milli-units
+class PreFilterState(NamedTuple):
+    """The resources Filter checks (request > 0, not ignored), in upstream's order, their
+    requests in milli-units, and the reason label of each check; label 0 is the pod-slot
+    check."""
 
-
-@dataclass(frozen=True, slots=True)
-class PreFilterState:
-    """The requests Filter checks (request > 0, not ignored), in upstream's order, and the reason
-    label of each check; label 0 is the pod-slot check."""
-
-    checks: tuple[_Check, ...]
+    names: tuple[str, ...]
+    requests: tuple[int, ...]
     labels: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class PreScoreState:
-    pod_requests: IntArray
+    pod_requests: tuple[int, ...]
+
+
+_ORDER_CACHE_LIMIT = 1024
+# Columns of ``1 << j``: a node's failed checks become one integer, in the narrowest type that
+# holds them (narrow integers keep the per-node work cheap).
+_MAX_BITS = 63
+_SHIFTS = np.left_shift(1, np.arange(_MAX_BITS, dtype=np.int64)).reshape(_MAX_BITS, 1)
+_WEIGHTS_8 = _SHIFTS[:8].astype(np.uint8)
+_WEIGHTS_16 = _SHIFTS[:16].astype(np.uint16)
+
+
+def _bit_weights(m: int) -> npt.NDArray[np.integer[Any]]:
+    if m <= 8:
+        return _WEIGHTS_8[:m]
+    return _WEIGHTS_16[:m] if m <= 16 else _SHIFTS[:m]
 
 
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin,
@@ -303,11 +391,15 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         strategy = args.scoring_strategy
         self._resources = strategy.resources
         self._weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
+        self._most = strategy.type == MOST_ALLOCATED
         self._shape: BrokenLinearFunction | None = None
         if strategy.type == REQUESTED_TO_CAPACITY_RATIO and strategy.shape is not None:
             factor = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
             self._shape = BrokenLinearFunction(
                 [FunctionShapePoint(p.utilization, p.score * factor) for p in strategy.shape])
+        # Resource names of a request map (in its order) -> the names Filter checks, in
+        # upstream's order. Pods share a handful of such shapes.
+        self._orders: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
     # ---- filter ----
     def _ignored_resource(self, name: str) -> bool:
@@ -315,17 +407,28 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return False
         return name in self._ignored or name.split("/", 1)[0] in self._ignored_groups
 
+    def _check_order(self, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The checked names for requests with these names (all positive), and their labels."""
+        hit = self._orders.get(names)
+        if hit is None:
+            order = [name for name in _FIXED_ORDER if name in names]
+            order += [name for name in sorted(names) if name not in _FIXED_ORDER
+                      and is_scalar_resource(name) and not self._ignored_resource(name)]
+            hit = (tuple(order), (TOO_MANY_PODS, *("Insufficient " + n for n in order)))
+            if len(self._orders) >= _ORDER_CACHE_LIMIT:
+                self._orders.clear()
+            self._orders[names] = hit
+        return hit
+
     def compute_pre_filter_state(self, pod: PodInfo) -> PreFilterState:
         reqs = pod.requests
-        checks = [_Check(name, reqs[name]) for name in _FIXED_ORDER if reqs.get(name, 0) > 0]
-        for name in sorted(reqs):
-            if name in _FIXED_ORDER or not is_scalar_resource(name) or reqs[name] <= 0:
-                continue
-            if self._ignored_resource(name):
-                continue
-            checks.append(_Check(name, reqs[name]))
-        labels = (TOO_MANY_PODS, *("Insufficient " + c.name for c in checks))
-        return PreFilterState(tuple(checks), labels)
+        names, labels = self._check_order(tuple(reqs))
+        requests = tuple(reqs[name] for name in names)
+        if not requests or min(requests) > 0:
+            return PreFilterState(names, requests, labels)
+        kept = [(name, r) for name, r in zip(names, requests, strict=True) if r > 0]
+        return PreFilterState(tuple(n for n, _ in kept), tuple(r for _, r in kept),
+                              (TOO_MANY_PODS, *("Insufficient " + n for n, _ in kept)))
 
     def pre_filter(self, state: CycleState, pod: PodInfo,
                    snap: ClusterState) -> tuple[PreFilterResult | None, Status]:
@@ -337,25 +440,48 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         s = state.get(PRE_FILTER_KEY)
         if not isinstance(s, PreFilterState):
             s = self.compute_pre_filter_state(pod)
-        n = len(nodes)
-        fail = np.zeros((n, 1 + len(s.checks)), dtype=np.bool_)
-        fail[:, 0] = snap.pod_count[nodes] + 1 > snap.max_pods[nodes]
-        unresolvable = np.zeros(n, dtype=np.bool_)
         width = snap.allocatable.shape[1]
-        for j, check in enumerate(s.checks, start=1):
-            c = snap.resources.get(check.name)
-            if c is None or c >= width:
-                alloc = np.zeros(n, dtype=np.int64)
-                free = alloc
+        cols = []
+        for name in s.names:
+            c = snap.resources.get(name)
+            cols.append(-1 if c is None or c >= width else c)
+        n = len(nodes)
+        alloc = snap.allocatable.take(nodes, axis=0)
+        free = alloc - snap.requested.take(nodes, axis=0)
+        # Row 0: the pod-slot check; row j: check j. One row per check keeps every operation on
+        # a contiguous run of candidates.
+        failed = np.empty((1 + len(cols), n), dtype=np.bool_)
+        np.greater_equal(snap.pod_count.take(nodes), snap.max_pods.take(nodes), out=failed[0])
+        for j, (c, request) in enumerate(zip(cols, s.requests, strict=True), start=1):
+            if c < 0:
+                failed[j] = True  # no node has this resource
             else:
-                alloc = snap.allocatable[nodes, c]
-                free = alloc - snap.requested[nodes, c]
-            fail[:, j] = check.request > free
-            unresolvable |= fail[:, j] & (check.request > alloc)
-        ids, table = reason_table(fail, s.labels)
-        codes = np.where(unresolvable, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
-                         np.int8(Code.UNSCHEDULABLE))
-        codes = np.where(ids > 0, codes, np.int8(0)).astype(np.int8)
+                np.less(free[:, c], request, out=failed[j])
+        if not failed.any():
+            return all_pass(n)
+        return self._failures(s, cols, alloc, failed)
+
+    @staticmethod
+    def _failures(s: PreFilterState, cols: list[int], alloc: IntArray,
+                  failed: BoolArray) -> FilterResult:
+        """Reasons and codes when some node fails: bit j of a node's pattern is row j of
+        ``failed``, so each combination of failed checks becomes one reason tuple. A node is
+        unresolvable when a failed request exceeds its whole allocatable."""
+        if len(failed) > _MAX_BITS:
+            ids, table = reason_table(failed.T, s.labels)
+        else:
+            weights = _bit_weights(len(failed))
+            bits = np.bitwise_or.reduce(failed.view(np.uint8) * weights, axis=0)
+            ids, table = reason_table_from_bits(bits, s.labels)
+        too_big = np.empty((len(cols), failed.shape[1]), dtype=np.bool_)
+        for i, (c, request) in enumerate(zip(cols, s.requests, strict=True)):
+            if c < 0:
+                too_big[i] = True
+            else:
+                np.less(alloc[:, c], request, out=too_big[i])
+        too_big &= failed[1:]
+        codes = (ids != 0).view(np.int8) * np.int8(Code.UNSCHEDULABLE)
+        codes[too_big.any(axis=0)] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return FilterResult(codes, ids, table)
 
     # ---- score ----
@@ -370,11 +496,13 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         s = state.get(PRE_SCORE_KEY)
         requests = s.pod_requests if isinstance(s, PreScoreState) else \
             pod_score_requests(pod, self._resources, use_requested=False)
-        alloc, requested = allocation_matrices(snap, nodes, self._resources, requests,
-                                               use_requested=False)
+        inputs = score_inputs(snap, nodes, self._resources, requests, use_requested=False)
+        if self._shape is None and inputs.dense:
+            return _dense_share(inputs, self._weights, self._most)
+        alloc, requested = inputs.matrices(len(nodes), len(self._resources))
         if self._shape is not None:
             return requested_to_capacity_ratio(alloc, requested, self._weights, self._shape)
-        if self.args.scoring_strategy.type == MOST_ALLOCATED:
+        if self._most:
             return most_allocated(alloc, requested, self._weights)
         return least_allocated(alloc, requested, self._weights)
 

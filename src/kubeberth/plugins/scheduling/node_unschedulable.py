@@ -18,6 +18,7 @@ from kubeberth.framework.cycle_state import CycleState
 from kubeberth.framework.handle import Handle
 from kubeberth.framework.interface import ClusterEvent, EnqueueExtensions, FilterPlugin
 from kubeberth.framework.status import Code, FilterResult
+from kubeberth.plugins.scheduling.helper import all_pass
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 NAME = "NodeUnschedulable"
@@ -30,9 +31,12 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
 
     def filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                nodes: IntArray) -> FilterResult:
-        if tolerated(pod.pod.spec.tolerations, TAINT_NODE_UNSCHEDULABLE):
-            return FilterResult.passing(len(nodes))
-        return FilterResult.from_mask(snap.unschedulable[nodes],
+        # One pass over the cordon flags of every slot beats gathering them per candidate,
+        # and clusters rarely have cordoned nodes.
+        if not snap.unschedulable.any() or tolerated(pod.pod.spec.tolerations,
+                                                       TAINT_NODE_UNSCHEDULABLE):
+            return all_pass(len(nodes))
+        return FilterResult.from_mask(snap.unschedulable.take(nodes),
                                       Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                                       (ERR_REASON_UNSCHEDULABLE,))
 

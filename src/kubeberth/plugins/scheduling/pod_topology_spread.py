@@ -476,6 +476,19 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
         self._defaults = (SYSTEM_DEFAULT_CONSTRAINTS if self._system_defaulted
                           else args.default_constraints)
         self._domains = DomainIndex()
+        # Default constraints carry no selector, so compiling them does not depend on the pod:
+        # done once per action instead of once per pod.
+        self._compiled_defaults: dict[str, list[_Constraint]] = {}
+        self._defaults_pod_independent = all(c.label_selector is None for c in self._defaults)
+
+    def _default_constraints(self, labels: Labels, action: str) -> list[_Constraint]:
+        if not self._defaults_pod_independent:
+            return _compile_constraints(self._defaults, labels, action, "defaultConstraints")
+        compiled = self._compiled_defaults.get(action)
+        if compiled is None:
+            compiled = _compile_constraints(self._defaults, labels, action, "defaultConstraints")
+            self._compiled_defaults[action] = compiled
+        return compiled
 
     def _constraints(self, pod: Pod, action: str) -> list[_Constraint]:
         labels = pod.metadata.labels
@@ -484,7 +497,7 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
                                         "spec.topologySpreadConstraints")
         if not self._defaults:
             return []
-        constraints = _compile_constraints(self._defaults, labels, action, "defaultConstraints")
+        constraints = self._default_constraints(labels, action)
         if not constraints:
             return []
         selector = default_selector(pod)
@@ -597,10 +610,10 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
     # ---- PreScore / Score ----------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                   nodes: IntArray) -> Status:
+        if len(snap.node_ids()) == 0:
+            return Status(Code.SKIP)
         n = snap.num_nodes
         present = snap.present[:n]
-        if not present.any():
-            return Status(Code.SKIP)
         try:
             constraints = self._constraints(pod.pod, SCHEDULE_ANYWAY)
             if not constraints:

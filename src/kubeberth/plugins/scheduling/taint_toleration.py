@@ -5,7 +5,8 @@ in the node's taint order, that no toleration of the pod tolerates, naming that 
 does. Score counts the PreferNoSchedule taints the pod's PreferNoSchedule (or effect-less)
 tolerations do not tolerate; NormalizeScore reverses it so fewer such taints score higher. Both
 work per distinct taint list (:meth:`ClusterState.taint_groups`), which real clusters have few
-of, and spread the result to nodes with one gather. Toleration comparison operators (Gt/Lt,
+of, and spread the result to nodes with one gather; when no taint list has a taint of the
+relevant effects (the usual case) they return at once. Toleration comparison operators (Gt/Lt,
 alpha upstream) are not modelled.
 """
 
@@ -30,7 +31,7 @@ from kubeberth.framework.interface import (
     ScorePlugin,
 )
 from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
-from kubeberth.plugins.scheduling.helper import default_normalize_score
+from kubeberth.plugins.scheduling.helper import IdArray, all_pass, default_normalize_score
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 NAME = "TaintToleration"
@@ -64,40 +65,79 @@ def prefer_no_schedule_tolerations(pod: PodInfo) -> list[Toleration]:
     return [t for t in pod.pod.spec.tolerations if t.effect in ("", PREFER_NO_SCHEDULE)]
 
 
+class _GroupIndex:
+    """Which taint groups can matter at all, recomputed only when the snapshot regroups (a node
+    change gives :meth:`ClusterState.taint_groups` a new list): most clusters have no
+    NoSchedule/NoExecute or no PreferNoSchedule taints, and then the plugin needs no work per
+    pod."""
+
+    __slots__ = ("_groups", "hard", "prefer")
+
+    def __init__(self) -> None:
+        self._groups: list[tuple[Taint, ...]] | None = None
+        self.hard: list[tuple[int, tuple[Taint, ...]]] = []
+        self.prefer: list[tuple[int, tuple[Taint, ...]]] = []
+
+    def update(self, groups: list[tuple[Taint, ...]]) -> None:
+        if groups is self._groups:
+            return
+        self.hard = [(g, t) for g, t in enumerate(groups)
+                     if any(x.effect in (NO_SCHEDULE, NO_EXECUTE) for x in t)]
+        self.prefer = [(g, t) for g, t in enumerate(groups)
+                       if any(x.effect == PREFER_NO_SCHEDULE for x in t)]
+        self._groups = groups
+
+
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
     name = NAME
+
+    def __init__(self) -> None:
+        self._index = _GroupIndex()
 
     def filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                nodes: IntArray) -> FilterResult:
         group_of, groups = snap.taint_groups()
+        self._index.update(groups)
+        if not self._index.hard:
+            return all_pass(len(nodes))
         tolerations = pod.pod.spec.tolerations
-        reason_of_group = np.zeros(len(groups), dtype=np.int32)
+        reason_of_group: IdArray | None = None
         table: list[tuple[str, ...]] = [()]
-        for g, taints in enumerate(groups):
+        for g, taints in self._index.hard:
             taint = first_untolerated(taints, tolerations)
             if taint is not None:
+                if reason_of_group is None:
+                    reason_of_group = np.zeros(len(groups), dtype=np.int32)
                 table.append((untolerated_reason(taint),))
                 reason_of_group[g] = len(table) - 1
-        ids = reason_of_group[group_of[nodes]]
+        if reason_of_group is None:
+            return all_pass(len(nodes))
+        ids = reason_of_group.take(group_of.take(nodes))
         codes = np.where(ids > 0, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
                          np.int8(0)).astype(np.int8)
         return FilterResult(codes, ids, table)
 
     def pre_score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                   nodes: IntArray) -> Status:
-        state.write(PRE_SCORE_KEY, PreScoreState(prefer_no_schedule_tolerations(pod)))
+        self._index.update(snap.taint_groups()[1])
+        if self._index.prefer:  # else Score reads no tolerations
+            state.write(PRE_SCORE_KEY, PreScoreState(prefer_no_schedule_tolerations(pod)))
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
               nodes: IntArray) -> IntArray:
+        group_of, groups = snap.taint_groups()
+        self._index.update(groups)
+        if not self._index.prefer:
+            return np.zeros(len(nodes), dtype=np.int64)
         s = state.get(PRE_SCORE_KEY)
         tolerations = s.tolerations if isinstance(s, PreScoreState) else \
             prefer_no_schedule_tolerations(pod)
-        group_of, groups = snap.taint_groups()
-        counts = np.array([sum(1 for t in taints if t.effect == PREFER_NO_SCHEDULE
-                               and not tolerated(tolerations, t)) for taints in groups],
-                          dtype=np.int64)
-        return np.asarray(counts[group_of[nodes]], dtype=np.int64)
+        counts = np.zeros(len(groups), dtype=np.int64)
+        for g, taints in self._index.prefer:
+            counts[g] = sum(1 for t in taints if t.effect == PREFER_NO_SCHEDULE
+                            and not tolerated(tolerations, t))
+        return np.asarray(counts.take(group_of.take(nodes)), dtype=np.int64)
 
     def normalize_score(self, state: CycleState, pod: PodInfo,
                         scores: IntArray) -> IntArray | None:
