@@ -56,7 +56,7 @@ UNMODELLED_PLUGINS = frozenset({
     "DynamicResources", "NodeDeclaredFeatures",
 })
 
-_KINDS: dict[str, type[Plugin]] = {
+EXTENSION_POINT_KINDS: dict[str, type[Plugin]] = {
     "preEnqueue": PreEnqueuePlugin,
     "queueSort": QueueSortPlugin,
     "preFilter": PreFilterPlugin,
@@ -191,7 +191,7 @@ class Framework:
         multi_names = {n for n, _ in multi_enabled}
         out: dict[str, list[tuple[str, int]]] = {}
         for point in EXTENSION_POINTS:
-            kind = _KINDS[point]
+            kind = EXTENSION_POINT_KINDS[point]
             pset = profile.plugins.get(point)
             specific = [(r.name, r.weight) for r in (pset.enabled if pset else [])]
             disabled = set(pset.disabled if pset else [])

@@ -170,13 +170,7 @@ class Scheduler:
         self.snapshot.add_pod(pod, node)
         st = fw.run_reserve(state, pod, self.snapshot, node)
         if not st.ok:
-            fw.run_unreserve(state, pod, self.snapshot, node)
-            self.snapshot.remove_pod(pod)
-            result.outcome = "unschedulable" if st.rejected else "error"
-            result.status = st
-            result.message = st.message()
-            self._handle_failure(fw, result, cycle)
-            return result
+            return self._reject_reserved(fw, state, result, node, st, cycle)
         st, waits = fw.run_permit(state, pod, self.snapshot, node)
         if st.code == Code.WAIT:
             now = self.clock()
@@ -188,13 +182,18 @@ class Scheduler:
             result.status = st
             return result
         if not st.ok:
-            fw.run_unreserve(state, pod, self.snapshot, node)
-            self.snapshot.remove_pod(pod)
-            result.outcome = "unschedulable" if st.rejected else "error"
-            result.status = st
-            result.message = st.message()
-            self._handle_failure(fw, result, cycle)
-            return result
+            return self._reject_reserved(fw, state, result, node, st, cycle)
+        return result
+
+    def _reject_reserved(self, fw: Framework, state: CycleState, result: CycleResult,
+                         node: int, st: Status, cycle: int) -> CycleResult:
+        """Reserve or Permit said no: give the reservation back and requeue the pod."""
+        fw.run_unreserve(state, result.pod, self.snapshot, node)
+        self.snapshot.remove_pod(result.pod)
+        result.outcome = "unschedulable" if st.rejected else "error"
+        result.status = st
+        result.message = st.message()
+        self._handle_failure(fw, result, cycle)
         return result
 
     def _schedule(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo,

@@ -14,30 +14,9 @@ from rich.console import Console
 from rich.table import Table
 
 from kubeberth.framework.handle import Handle
-from kubeberth.framework.interface import (
-    BindPlugin,
-    FilterPlugin,
-    PermitPlugin,
-    PostBindPlugin,
-    PostFilterPlugin,
-    PreBindPlugin,
-    PreEnqueuePlugin,
-    PreFilterPlugin,
-    PreScorePlugin,
-    QueueSortPlugin,
-    ReservePlugin,
-    ScorePlugin,
-)
 from kubeberth.framework.registry import Registry
+from kubeberth.framework.runtime import EXTENSION_POINT_KINDS
 from kubeberth.state.cluster import ClusterState
-
-_POINTS = (
-    ("preEnqueue", PreEnqueuePlugin), ("queueSort", QueueSortPlugin),
-    ("preFilter", PreFilterPlugin), ("filter", FilterPlugin), ("postFilter", PostFilterPlugin),
-    ("preScore", PreScorePlugin), ("score", ScorePlugin), ("reserve", ReservePlugin),
-    ("permit", PermitPlugin), ("preBind", PreBindPlugin), ("bind", BindPlugin),
-    ("postBind", PostBindPlugin),
-)
 
 
 def render_explain(console: Console, data: dict[str, Any]) -> None:
@@ -90,6 +69,6 @@ def plugin_table(registry: Registry) -> Table:
         factory = registry.get(name)
         assert factory is not None
         plugin = factory(None, handle)
-        points = [p for p, kind in _POINTS if isinstance(plugin, kind)]
+        points = [p for p, kind in EXTENSION_POINT_KINDS.items() if isinstance(plugin, kind)]
         t.add_row(name, ", ".join(points))
     return t
