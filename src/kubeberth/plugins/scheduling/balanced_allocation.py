@@ -125,16 +125,15 @@ _SCORE_OF_CHANGE = np.array(
 def _two_resource_balances(inputs: ScoreInputs) -> IntArray:
     """Balances without (row 0) and with (row 1) the pod when every candidate has both scored
     resources: upstream's two-fraction case, |f0 - f1| / 2, for both rows at once."""
-    fractions = []
-    for alloc, used, pod in zip(inputs.alloc, inputs.used, inputs.pod, strict=True):
-        requested = np.empty((2, len(used)), dtype=np.int64)
-        requested[0] = used
-        np.add(used, pod, out=requested[1])
-        f = requested / alloc  # float64(requested) / float64(allocatable), as upstream
-        np.minimum(f, 1.0, out=f)
-        fractions.append(f)
-    std = fractions[0]
-    std -= fractions[1]
+    n = len(inputs.used[0])
+    requested = np.empty((2, 2, n), dtype=np.int64)  # resource, without/with the pod, node
+    for i, (used, pod) in enumerate(zip(inputs.used, inputs.pod, strict=True)):
+        requested[i, 0] = used
+        np.add(used, pod, out=requested[i, 1])
+    # float64(requested) / float64(allocatable), capped at 1, as upstream.
+    fractions = requested / np.stack(inputs.alloc)[:, None]
+    np.minimum(fractions, 1.0, out=fractions)
+    std: FloatArray = fractions[0] - fractions[1]
     np.abs(std, out=std)
     std *= 0.5  # exact, like upstream's division by 2
     np.subtract(1.0, std, out=std)

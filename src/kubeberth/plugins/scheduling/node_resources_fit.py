@@ -224,9 +224,9 @@ class ScoreInputs:
 
     @property
     def dense(self) -> bool:
-        """Whether every candidate has every scored resource, so no per-node skipping is
-        needed: the scorers then drop their masks."""
-        return bool(self.index) and all(int(a.min()) > 0 for a in self.alloc)
+        """Whether every candidate has every scored resource (non-zero allocatable), so no
+        per-node skipping is needed: the scorers then drop their masks."""
+        return bool(self.index) and all(np.count_nonzero(a) == len(a) for a in self.alloc)
 
     def matrices(self, n: int, num_resources: int) -> tuple[IntArray, IntArray]:
         """Nodes × resources matrices of allocatable (0 where a resource is not scored) and of
@@ -369,6 +369,7 @@ _ORDER_CACHE_LIMIT = 1024
 # Columns of ``1 << j``: a node's failed checks become one integer, in the narrowest type that
 # holds them (narrow integers keep the per-node work cheap).
 _MAX_BITS = 63
+_UNMEETABLE = np.iinfo(np.int64).max
 _SHIFTS = np.left_shift(1, np.arange(_MAX_BITS, dtype=np.int64)).reshape(_MAX_BITS, 1)
 _WEIGHTS_8 = _SHIFTS[:8].astype(np.uint8)
 _WEIGHTS_16 = _SHIFTS[:16].astype(np.uint16)
@@ -440,45 +441,47 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         s = state.get(PRE_FILTER_KEY)
         if not isinstance(s, PreFilterState):
             s = self.compute_pre_filter_state(pod)
+        # The checked columns, and the requests as a column to compare a whole block at once. A
+        # resource no node has reads column 0 against a request nothing can meet, so it fails
+        # everywhere and unresolvably, as upstream's zero allocatable does.
         width = snap.allocatable.shape[1]
-        cols = []
-        for name in s.names:
+        cols: list[int] = []
+        requests: list[int] = []
+        for name, request in zip(s.names, s.requests, strict=True):
             c = snap.resources.get(name)
-            cols.append(-1 if c is None or c >= width else c)
+            if c is None or c >= width:
+                cols.append(0)
+                requests.append(_UNMEETABLE)
+            else:
+                cols.append(c)
+                requests.append(request)
+        columns = np.array(cols, dtype=np.intp)
+        request_column = np.array(requests, dtype=np.int64).reshape(len(cols), 1)
         n = len(nodes)
         alloc = snap.allocatable.take(nodes, axis=0)
         free = alloc - snap.requested.take(nodes, axis=0)
-        # Row 0: the pod-slot check; row j: check j. One row per check keeps every operation on
-        # a contiguous run of candidates.
+        # Row 0: the pod-slot check; row j: check j.
         failed = np.empty((1 + len(cols), n), dtype=np.bool_)
         np.greater_equal(snap.pod_count.take(nodes), snap.max_pods.take(nodes), out=failed[0])
-        for j, (c, request) in enumerate(zip(cols, s.requests, strict=True), start=1):
-            if c < 0:
-                failed[j] = True  # no node has this resource
-            else:
-                np.less(free[:, c], request, out=failed[j])
+        np.less(free[:, columns].T, request_column, out=failed[1:])
         if not failed.any():
             return all_pass(n)
-        return self._failures(s, cols, alloc, failed)
+        return self._failures(s, alloc[:, columns].T, request_column, failed)
 
     @staticmethod
-    def _failures(s: PreFilterState, cols: list[int], alloc: IntArray,
+    def _failures(s: PreFilterState, alloc: IntArray, request_column: IntArray,
                   failed: BoolArray) -> FilterResult:
         """Reasons and codes when some node fails: bit j of a node's pattern is row j of
         ``failed``, so each combination of failed checks becomes one reason tuple. A node is
-        unresolvable when a failed request exceeds its whole allocatable."""
+        unresolvable when a failed request exceeds its whole allocatable (``alloc`` holds the
+        checked resources, one row each)."""
         if len(failed) > _MAX_BITS:
             ids, table = reason_table(failed.T, s.labels)
         else:
             weights = _bit_weights(len(failed))
             bits = np.bitwise_or.reduce(failed.view(np.uint8) * weights, axis=0)
             ids, table = reason_table_from_bits(bits, s.labels)
-        too_big = np.empty((len(cols), failed.shape[1]), dtype=np.bool_)
-        for i, (c, request) in enumerate(zip(cols, s.requests, strict=True)):
-            if c < 0:
-                too_big[i] = True
-            else:
-                np.less(alloc[:, c], request, out=too_big[i])
+        too_big = alloc < request_column
         too_big &= failed[1:]
         codes = (ids != 0).view(np.int8) * np.int8(Code.UNSCHEDULABLE)
         codes[too_big.any(axis=0)] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
