@@ -258,8 +258,6 @@ class Framework:
                 state.skip_filter.add(p.name)
                 continue
             if not st.ok:
-                if st.code == Code.ERROR:
-                    return None, st.with_plugin(p.name)
                 return None, st.with_plugin(p.name)
             if result is not None and result.node_names is not None:
                 narrowing.append(p.name)
@@ -275,24 +273,22 @@ class Framework:
                                          to_add: PodInfo, node: int,
                                          snap: ClusterState) -> Status:
         """Tell PreFilter state that ``to_add`` is (hypothetically) on ``node``."""
-        for p in self.pre_filter:
-            ext = p.pre_filter_extensions()
-            if ext is None or p.name in state.skip_filter:
-                continue
-            st = ext.add_pod(state, pod, to_add, node, snap)
-            if not st.ok:
-                return st.with_plugin(p.name)
-        return SUCCESS
+        return self._run_pre_filter_extensions(state, pod, to_add, node, snap, add=True)
 
     def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo,
                                             to_remove: PodInfo, node: int,
                                             snap: ClusterState) -> Status:
         """Tell PreFilter state that ``to_remove`` is (hypothetically) gone from ``node``."""
+        return self._run_pre_filter_extensions(state, pod, to_remove, node, snap, add=False)
+
+    def _run_pre_filter_extensions(self, state: CycleState, pod: PodInfo, other: PodInfo,
+                                   node: int, snap: ClusterState, *, add: bool) -> Status:
         for p in self.pre_filter:
             ext = p.pre_filter_extensions()
             if ext is None or p.name in state.skip_filter:
                 continue
-            st = ext.remove_pod(state, pod, to_remove, node, snap)
+            change = ext.add_pod if add else ext.remove_pod
+            st = change(state, pod, other, node, snap)
             if not st.ok:
                 return st.with_plugin(p.name)
         return SUCCESS
