@@ -11,6 +11,7 @@ one plugin run in both worlds without knowing which.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -104,6 +105,9 @@ class Diagnosis:
     unschedulable_plugins: set[str] = field(default_factory=set)
     pre_filter_message: str = ""
     evaluated: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # Reason -> number of failing nodes giving it, when the producer can count faster than
+    # asking ``reasons`` node by node.
+    reason_counts: Callable[[], Counter[str]] | None = None
 
 
 @dataclass(slots=True)

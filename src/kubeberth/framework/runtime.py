@@ -10,6 +10,7 @@ the first failing plugin per node is the one upstream would report.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,8 +49,6 @@ from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 # Upstream default plugins that act on objects kubeberth does not model (volumes, host ports,
 # container images, DRA claims). Configurations may name them; they have nothing to decide here.
-_NO_REASONS: list[tuple[str, ...]] = [()]
-
 UNMODELLED_PLUGINS = frozenset({
     "NodePorts", "VolumeRestrictions", "NodeVolumeLimits", "EBSLimits", "GCEPDLimits",
     "AzureDiskLimits", "CinderLimits", "VolumeBinding", "VolumeZone", "ImageLocality",
@@ -74,14 +73,21 @@ EXTENSION_POINT_KINDS: dict[str, type[Plugin]] = {
 
 @dataclass(slots=True)
 class FilterOutcome:
-    """Filter verdicts for a batch of nodes (node slot indices in ``nodes``)."""
+    """Filter verdicts for a batch of nodes (node slot indices in ``nodes``).
+
+    Codes are kept per node; reasons stay inside the plugins' results until someone asks for a
+    node's (:meth:`reasons_at`), because building them is most of a failing filter's cost and
+    most cycles never read them."""
 
     nodes: IntArray
     codes: np.ndarray[Any, np.dtype[np.int8]]
     first_plugin: np.ndarray[Any, np.dtype[np.int32]]
-    reason_ids: np.ndarray[Any, np.dtype[np.int32]]
-    tables: list[list[tuple[str, ...]]]
     plugin_names: list[str]
+    # Per filter plugin: its results, each with the positions (relative to ``offset``) of the
+    # nodes it judged, None when it judged every node of its segment.
+    segments: list[list[_Segment]] = field(default_factory=list)
+    # Positions whose reasons were decided after the filters ran (nominated pods counted).
+    overrides: dict[int, tuple[str, ...]] = field(default_factory=dict)
     # Only when recorded: plugin name -> its result over all ``nodes``.
     per_plugin: dict[str, FilterResult] = field(default_factory=dict)
 
@@ -92,28 +98,85 @@ class FilterOutcome:
 
     @classmethod
     def concat(cls, a: FilterOutcome, b: FilterOutcome) -> FilterOutcome:
-        """Outcomes of two node batches as one; ``b``'s reason ids are shifted past ``a``'s
-        table entries for each plugin."""
-        tables = [ta + tb for ta, tb in zip(a.tables, b.tables, strict=True)]
-        offsets = np.array([len(t) for t in a.tables] or [0], dtype=np.int32)
-        shifted = np.where(b.first_plugin >= 0,
-                           b.reason_ids + offsets[np.maximum(b.first_plugin, 0)], 0)
+        """Outcomes of two node batches as one."""
+        shift = len(a.nodes)
+        segments = [sa + [_Segment(g.result, g.batch, g.offset + shift) for g in sb]
+                    for sa, sb in zip(a.segments, b.segments, strict=True)]
+        overrides = {**a.overrides, **{pos + shift: r for pos, r in b.overrides.items()}}
         return cls(
             np.concatenate([a.nodes, b.nodes]),
             np.concatenate([a.codes, b.codes]),
             np.concatenate([a.first_plugin, b.first_plugin]),
-            np.concatenate([a.reason_ids, shifted.astype(np.int32)]),
-            tables,
             a.plugin_names,
+            segments,
+            overrides,
         )
 
     def reasons_at(self, pos: int) -> tuple[str, ...]:
+        hit = self.overrides.get(pos)
+        if hit is not None:
+            return hit
         k = int(self.first_plugin[pos])
-        return () if k < 0 else self.tables[k][int(self.reason_ids[pos])]
+        if k < 0:
+            return ()
+        for seg in self.segments[k]:
+            local = seg.local(pos)
+            if local >= 0:
+                res = seg.result
+                return res.reasons[int(res.reason_ids[local])]
+        return ()
+
+    def reason_counts(self) -> Counter[str]:
+        """Reason -> how many nodes failed with it (the FitError histogram), counted per
+        distinct reason id rather than node by node."""
+        counts: Counter[str] = Counter()
+        for pos, reasons in self.overrides.items():
+            if self.codes[pos] != 0:
+                counts.update(reasons)
+        for k, segments in enumerate(self.segments):
+            mine = self.first_plugin == k
+            if self.overrides:
+                mine[list(self.overrides)] = False
+            positions = np.flatnonzero(mine)
+            for seg in segments:
+                local = seg.locals(positions)
+                if local.size == 0:
+                    continue
+                res = seg.result
+                ids, n = np.unique(res.reason_ids[local], return_counts=True)
+                for rid, count in zip(ids.tolist(), n.tolist(), strict=True):
+                    for reason in res.reasons[rid]:
+                        counts[reason] += count
+        return counts
 
     def plugin_at(self, pos: int) -> str:
         k = int(self.first_plugin[pos])
         return "" if k < 0 else self.plugin_names[k]
+
+
+@dataclass(slots=True, frozen=True)
+class _Segment:
+    result: FilterResult
+    batch: IntArray | None
+    offset: int
+
+    def local(self, pos: int) -> int:
+        """This result's index for outcome position ``pos``, or -1 when it did not judge it."""
+        rel = pos - self.offset
+        if self.batch is None:
+            return rel if 0 <= rel < len(self.result.codes) else -1
+        i = int(np.searchsorted(self.batch, rel))
+        return i if i < len(self.batch) and int(self.batch[i]) == rel else -1
+
+    def locals(self, positions: IntArray) -> IntArray:
+        """This result's indices for those outcome ``positions`` (sorted) it judged."""
+        rel = positions - self.offset
+        if self.batch is None:
+            return rel[(rel >= 0) & (rel < len(self.result.codes))]
+        i = np.searchsorted(self.batch, rel)
+        hit = i < len(self.batch)
+        hit[hit] = self.batch[i[hit]] == rel[hit]
+        return i[hit]
 
 
 @dataclass(slots=True)
@@ -298,31 +361,30 @@ class Framework:
         n = len(nodes)
         codes = np.zeros(n, dtype=np.int8)
         first = np.full(n, -1, dtype=np.int32)
-        rids = np.zeros(n, dtype=np.int32)
-        tables: list[list[tuple[str, ...]]] = []
-        out = FilterOutcome(nodes, codes, first, rids, tables, self.filter_names)
-        everyone = np.arange(n)
-        alive = everyone  # positions every plugin so far accepted
+        segments: list[list[_Segment]] = []
+        out = FilterOutcome(nodes, codes, first, self.filter_names, segments)
+        alive: IntArray | None = None  # positions every plugin so far accepted; None: all
         for k, p in enumerate(self.filter):
-            batch = everyone if record else alive
-            if p.name in state.skip_filter or batch.size == 0:
-                tables.append(_NO_REASONS)
+            batch = None if record else alive
+            if p.name in state.skip_filter or (batch is not None and batch.size == 0):
+                segments.append([])
                 continue
-            res = p.filter(state, pod, snap, nodes if batch is everyone else nodes[batch])
-            tables.append(res.reasons)
+            res = p.filter(state, pod, snap, nodes if batch is None else nodes[batch])
+            segments.append([_Segment(res, batch, 0)])
             if record:
                 out.per_plugin[p.name] = res
+            if res.passes_all:
+                continue
             failed = res.codes != 0
             if not failed.any():
                 continue
             if record:
                 failed &= codes == 0
-            pos = batch[failed]
+            pos = np.flatnonzero(failed) if batch is None else batch[failed]
             codes[pos] = res.codes[failed]
             first[pos] = k
-            rids[pos] = res.reason_ids[failed]
             if not record:
-                alive = batch[~failed]
+                alive = np.flatnonzero(~failed) if batch is None else batch[~failed]
         return out
 
     def run_filters_on_node(self, state: CycleState, pod: PodInfo, snap: ClusterState,
@@ -365,7 +427,8 @@ class Framework:
             raw = np.asarray(p.score(state, pod, snap, nodes), dtype=np.int64)
             normalized = p.normalize_score(state, pod, raw)
             norm = raw if normalized is None else np.asarray(normalized, dtype=np.int64)
-            if norm.size and (norm.max() > MAX_NODE_SCORE or norm.min() < MIN_NODE_SCORE):
+            # One pass checks both bounds: a negative score read as unsigned is huge.
+            if norm.size and int(norm.view(np.uint64).max()) > MAX_NODE_SCORE:
                 bad = int(norm.max() if norm.max() > MAX_NODE_SCORE else norm.min())
                 raise RuntimeError(f"plugin {p.name} returned score {bad} outside "
                                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]")

@@ -78,12 +78,21 @@ def fit_error_message(diagnosis: Diagnosis, num_nodes: int) -> str:
     reason histogram sorted by reason text."""
     if diagnosis.pre_filter_message:
         return f"0/{num_nodes} nodes are available: {diagnosis.pre_filter_message}."
-    counts: Counter[str] = Counter()
-    for slot in np.flatnonzero(diagnosis.codes != 0):
-        for reason in diagnosis.reasons(int(slot)):
-            counts[reason] += 1
+    if diagnosis.reason_counts is not None:
+        counts = diagnosis.reason_counts()
+    else:
+        counts = Counter()
+        for slot in np.flatnonzero(diagnosis.codes != 0):
+            for reason in diagnosis.reasons(int(slot)):
+                counts[reason] += 1
     parts = sorted(f"{n} {reason}" for reason, n in counts.items())
     return f"0/{num_nodes} nodes are available: {', '.join(parts)}."
+
+
+def _first_batch(to_find: int) -> int:
+    """How many nodes the first filter batch judges: twice the feasible nodes wanted, so one
+    batch usually suffices, and never so few that per-call overhead dominates."""
+    return max(2 * to_find, 256)
 
 
 class Scheduler:
@@ -220,8 +229,9 @@ class Scheduler:
             return self._unschedulable(fw, state, pod, diag, result, num_all)
         nodes = all_nodes
         if allowed is not None:
-            keep = [snap.node_names[int(i)] in allowed for i in nodes]
-            nodes = nodes[np.array(keep, dtype=np.bool_)]
+            # Few names (NodeName, matchFields on metadata.name): look them up, not every node.
+            slots = [snap.node_index[name] for name in allowed if name in snap.node_index]
+            nodes = np.intersect1d(nodes, np.array(slots, dtype=np.int64), assume_unique=True)
         # Nominated node first (upstream evaluateNominatedNode).
         nominated = pod.pod.status.nominated_node_name
         if nominated and nominated in snap.node_index and not record:
@@ -236,17 +246,33 @@ class Scheduler:
                     result.evaluated = result.feasible = 1
                     return result
         start = self.next_start_node_index % len(nodes) if len(nodes) else 0
-        ordered = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
         to_find = num_feasible_nodes_to_find(
             fw.percentage_of_nodes_to_score if fw.percentage_of_nodes_to_score is not None
             else self.config.percentage_of_nodes_to_score, num_all)
-        out = self._find_feasible(fw, state, pod, ordered, to_find, record)
-        feasible_pos = np.flatnonzero(out.codes == 0)
-        if len(feasible_pos) >= to_find:
-            processed = int(feasible_pos[to_find - 1]) + 1
-            feasible_pos = feasible_pos[:to_find]
+        if not record and 2 * _first_batch(to_find) >= len(nodes):
+            # Filters are pure, so judging every node in slot order and then reading the
+            # verdicts in rotated order decides exactly what upstream's early stop decides;
+            # when the stop would come past half the nodes anyway, that is the cheaper way.
+            out = self._check_nominated(fw, state, pod, fw.run_filters(state, pod, snap, nodes))
+            feasible_pos = np.flatnonzero(out.codes == 0)
+            if start:
+                split = int(np.searchsorted(feasible_pos, start))
+                feasible_pos = np.concatenate([feasible_pos[split:], feasible_pos[:split]])
+            if len(feasible_pos) >= to_find:
+                processed = (int(feasible_pos[to_find - 1]) - start) % len(nodes) + 1
+                feasible_pos = feasible_pos[:to_find]
+            else:
+                processed = len(nodes)
+            ordered = nodes
         else:
-            processed = len(ordered)
+            ordered = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
+            out = self._find_feasible(fw, state, pod, ordered, to_find, record)
+            feasible_pos = np.flatnonzero(out.codes == 0)
+            if len(feasible_pos) >= to_find:
+                processed = int(feasible_pos[to_find - 1]) + 1
+                feasible_pos = feasible_pos[:to_find]
+            else:
+                processed = len(ordered)
         self.next_start_node_index = (self.next_start_node_index + processed) % num_all
         result.evaluated = processed
         result.feasible = len(feasible_pos)
@@ -280,7 +306,7 @@ class Scheduler:
         """Filter nodes in rotated order until ``to_find`` feasible nodes are known, as upstream
         stops early. Filters run on a first batch twice that size and, only if it fell short,
         on the rest; explain (``record``) evaluates every node."""
-        first = len(ordered) if record else min(len(ordered), max(2 * to_find, 256))
+        first = len(ordered) if record else min(len(ordered), _first_batch(to_find))
         out = self._check_nominated(fw, state, pod, fw.run_filters(
             state, pod, self.snapshot, ordered[:first], record=record))
         if first == len(ordered) or int(np.count_nonzero(out.codes == 0)) >= to_find:
@@ -317,8 +343,7 @@ class Scheduler:
                 out.codes[pos] = int(st.code)
                 k = out.plugin_names.index(st.plugin) if st.plugin in out.plugin_names else 0
                 out.first_plugin[pos] = k
-                out.tables[k] = [*out.tables[k], st.reasons]
-                out.reason_ids[pos] = len(out.tables[k]) - 1
+                out.overrides[int(pos)] = st.reasons
         return out
 
     def _diagnosis(self, out: FilterOutcome) -> Diagnosis:
@@ -334,6 +359,7 @@ class Scheduler:
             lambda slot: out.plugin_at(pos_of[slot]) if slot in pos_of else "",
             failed_plugins,
             evaluated=out.nodes,
+            reason_counts=out.reason_counts,
         )
 
     def _unschedulable(self, fw: Framework, state: CycleState, pod: PodInfo,

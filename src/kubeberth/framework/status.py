@@ -8,8 +8,8 @@ formatted for a node nobody reports on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
@@ -76,22 +76,64 @@ CodeArray = npt.NDArray[np.int8]
 IdArray = npt.NDArray[np.int32]
 
 
-@dataclass(slots=True)
 class FilterResult:
     """One Filter plugin's verdict on a batch of candidate nodes.
 
     ``codes[i]`` is the :class:`Code` for candidate ``i``; ``reason_ids[i]`` indexes
     ``reasons``, the table of reason tuples this plugin produced in this call (entry 0 is the
-    empty tuple used by passing nodes).
+    empty tuple used by passing nodes). A plugin may instead hand over ``explain``, which builds
+    the ids and the table when someone first asks: most cycles only need the codes, and the
+    reasons are read only when a pod fits nowhere, for preemption or for ``explain``.
     """
 
-    codes: CodeArray
-    reason_ids: IdArray
-    reasons: list[tuple[str, ...]] = field(default_factory=lambda: [()])
+    __slots__ = ("_explain", "_ids", "_reasons", "codes", "passes_all")
+
+    def __init__(self, codes: CodeArray, reason_ids: IdArray | None = None,
+                 reasons: list[tuple[str, ...]] | None = None, *,
+                 explain: Callable[[], tuple[IdArray, list[tuple[str, ...]]]] | None = None
+                 ) -> None:
+        if reason_ids is None and explain is None:
+            raise ValueError("FilterResult needs reason_ids or explain")
+        self.codes = codes
+        # Set by :meth:`passing`: the runtime then skips looking for failures.
+        self.passes_all = False
+        self._ids = reason_ids
+        self._reasons: list[tuple[str, ...]] = reasons if reasons is not None else [()]
+        self._explain = explain
+
+    def _build(self) -> IdArray:
+        assert self._explain is not None
+        self._ids, self._reasons = self._explain()
+        self._explain = None
+        return self._ids
+
+    @property
+    def reason_ids(self) -> IdArray:
+        return self._ids if self._ids is not None else self._build()
+
+    @property
+    def reasons(self) -> list[tuple[str, ...]]:
+        if self._ids is None:
+            self._build()
+        return self._reasons
 
     @classmethod
     def passing(cls, n: int) -> FilterResult:
-        return cls(np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int32))
+        """A verdict that passes all ``n`` candidates. Most filters pass every node most of
+        the time, so the zero arrays are shared between calls (read-only, so a caller that
+        tried to write into them fails loudly) and only the small result object is new."""
+        arrays = _PASS_ARRAYS.get(n)
+        if arrays is None:
+            if len(_PASS_ARRAYS) >= _PASS_CACHE_LIMIT:
+                _PASS_ARRAYS.clear()
+            codes = np.zeros(n, dtype=np.int8)
+            ids = np.zeros(n, dtype=np.int32)
+            codes.flags.writeable = False
+            ids.flags.writeable = False
+            arrays = _PASS_ARRAYS[n] = (codes, ids)
+        result = cls(arrays[0], arrays[1])
+        result.passes_all = True
+        return result
 
     @classmethod
     def from_mask(cls, fail: npt.NDArray[np.bool_], code: Code,
@@ -103,3 +145,7 @@ class FilterResult:
 
     def status(self, i: int, plugin: str) -> Status:
         return Status(Code(int(self.codes[i])), self.reasons[int(self.reason_ids[i])], plugin)
+
+
+_PASS_ARRAYS: dict[int, tuple[CodeArray, IdArray]] = {}
+_PASS_CACHE_LIMIT = 64

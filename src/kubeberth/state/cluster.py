@@ -173,9 +173,11 @@ class ClusterState:
         self.taints: list[list[Taint]] = []
         cap = _INITIAL_NODES
         r = len(self.resources)
-        self.allocatable = np.zeros((cap, r), dtype=np.int64)
-        self.requested = np.zeros((cap, r), dtype=np.int64)
-        self.non_zero_requested = np.zeros((cap, r), dtype=np.int64)
+        # Column-major: plugins read one resource over many nodes far more often than one
+        # node's whole row, and a column is then a contiguous array.
+        self.allocatable = np.zeros((cap, r), dtype=np.int64, order="F")
+        self.requested = np.zeros((cap, r), dtype=np.int64, order="F")
+        self.non_zero_requested = np.zeros((cap, r), dtype=np.int64, order="F")
         self.pod_count = np.zeros(cap, dtype=np.int64)
         self.max_pods = np.zeros(cap, dtype=np.int64)
         self.unschedulable = np.zeros(cap, dtype=np.bool_)
@@ -206,6 +208,19 @@ class ClusterState:
             self._node_ids = ids
         return self._node_ids
 
+    def every_node(self, nodes: IntArray) -> bool:
+        """Whether ``nodes`` is :meth:`node_ids` itself and covers every slot from 0, so a
+        per-node array can be read as its first ``len(nodes)`` entries instead of gathered."""
+        return nodes is self._node_ids and len(nodes) == len(self.node_names)
+
+    def per_node(self, values: IntArray, nodes: IntArray) -> IntArray:
+        """``values[nodes]`` (rows of a matrix, entries of a vector), without a gather when
+        ``nodes`` are every node."""
+        if self.every_node(nodes):
+            return values[: len(nodes)]
+        gathered: IntArray = values.take(nodes, axis=0)
+        return gathered
+
     def col(self, resource: str) -> int:
         """Column of a resource, adding it (as a zero column) when first seen."""
         c = self.resources.get(resource)
@@ -219,7 +234,7 @@ class ClusterState:
         for attr in ("allocatable", "requested", "non_zero_requested"):
             arr: IntArray = getattr(self, attr)
             if arr.shape[1] < r:
-                grown = np.zeros((arr.shape[0], r), dtype=np.int64)
+                grown = np.zeros((arr.shape[0], r), dtype=np.int64, order="F")
                 grown[:, : arr.shape[1]] = arr
                 setattr(self, attr, grown)
 
@@ -230,7 +245,7 @@ class ClusterState:
         new_cap = max(need, cap * 2)
         for attr in ("allocatable", "requested", "non_zero_requested"):
             arr = getattr(self, attr)
-            grown = np.zeros((new_cap, arr.shape[1]), dtype=np.int64)
+            grown = np.zeros((new_cap, arr.shape[1]), dtype=np.int64, order="F")
             grown[:cap] = arr
             setattr(self, attr, grown)
         for attr in ("pod_count", "max_pods", "unschedulable", "ready", "present"):

@@ -136,24 +136,9 @@ def label_mask(snap: ClusterState, key: str, nodes: IntArray,
 
 
 # ---- filter results --------------------------------------------------------------------------
-_PASS_CODES: dict[int, tuple[npt.NDArray[np.int8], IdArray]] = {}
-_PASS_CACHE_LIMIT = 64
-
-
 def all_pass(n: int) -> FilterResult:
-    """A verdict that passes all ``n`` candidates. Most filters pass every node most of the
-    time, so the zero arrays are shared between calls (read-only, so a caller that tried to
-    write into them fails loudly) and only the small result object is new."""
-    arrays = _PASS_CODES.get(n)
-    if arrays is None:
-        if len(_PASS_CODES) >= _PASS_CACHE_LIMIT:
-            _PASS_CODES.clear()
-        codes = np.zeros(n, dtype=np.int8)
-        ids = np.zeros(n, dtype=np.int32)
-        codes.flags.writeable = False
-        ids.flags.writeable = False
-        arrays = _PASS_CODES[n] = (codes, ids)
-    return FilterResult(arrays[0], arrays[1])
+    """A verdict that passes all ``n`` candidates (shared read-only arrays)."""
+    return FilterResult.passing(n)
 
 
 # ---- reason tables ---------------------------------------------------------------------------

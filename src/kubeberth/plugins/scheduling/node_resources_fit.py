@@ -38,7 +38,7 @@ from kubeberth.framework.interface import (
     PreScorePlugin,
     ScorePlugin,
 )
-from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
+from kubeberth.framework.status import SUCCESS, Code, CodeArray, FilterResult, IdArray, Status
 from kubeberth.plugins.scheduling.helper import (
     BrokenLinearFunction,
     FunctionShapePoint,
@@ -214,8 +214,8 @@ def pod_score_requests(pod: PodInfo, resources: Sequence[ResourceSpec],
 class ScoreInputs:
     """The resources upstream ``calculateResourceAllocatableRequest`` would score for this pod,
     in upstream units, one array over the candidate nodes per resource: their positions in the
-    plugin's resource list, the nodes' allocatable, what the nodes' pods request (without this
-    pod; fresh arrays the scorers may change) and the pod's own requests."""
+    plugin's resource list, the nodes' allocatable (read-only), what the nodes' pods request
+    (without this pod; fresh arrays the scorers may change) and the pod's own requests."""
 
     index: tuple[int, ...]
     alloc: list[IntArray]
@@ -244,12 +244,9 @@ def score_inputs(snap: ClusterState, nodes: IntArray, resources: Sequence[Resour
     """Gather what the scorers read. Left out are the resources whose allocatable upstream reads
     as 0 on every node: a scalar resource the pod does not request, a resource upstream does
     not score (``pods``, unprefixed names) and a resource no node has. A node lacking a scored
-    resource has allocatable 0 there, which the masked scorers skip per node. Whole rows are
-    gathered once per matrix: a row gather is contiguous, a column gather is not."""
+    resource has allocatable 0 there, which the masked scorers skip per node. The matrices are
+    column-major, so each resource is one contiguous gather."""
     width = snap.allocatable.shape[1]
-    alloc_rows = snap.allocatable.take(nodes, axis=0)
-    requested_rows: IntArray | None = None
-    non_zero_rows: IntArray | None = None
     index: list[int] = []
     alloc: list[IntArray] = []
     used: list[IntArray] = []
@@ -261,22 +258,18 @@ def score_inputs(snap: ClusterState, nodes: IntArray, resources: Sequence[Resour
         c = snap.resources.get(name)
         if c is None or c >= width:
             continue
-        if name in (CPU, MEMORY) and not use_requested:
-            if non_zero_rows is None:
-                non_zero_rows = snap.non_zero_requested.take(nodes, axis=0)
-            rows = non_zero_rows
-        else:
-            if requested_rows is None:
-                requested_rows = snap.requested.take(nodes, axis=0)
-            rows = requested_rows
-        scale = _scale(name)
+        matrix = snap.non_zero_requested if name in (CPU, MEMORY) and not use_requested \
+            else snap.requested
+        a = snap.per_node(snap.allocatable[:, c], nodes)
+        u = snap.per_node(matrix[:, c], nodes)
         index.append(j)
+        scale = _scale(name)
         if scale == 1:
-            alloc.append(alloc_rows[:, c])
-            used.append(rows[:, c].copy())
+            alloc.append(a)
+            used.append(u.copy() if snap.every_node(nodes) else u)
         else:
-            alloc.append(alloc_rows[:, c] // scale)
-            used.append(rows[:, c] // scale)
+            alloc.append(a // scale)
+            used.append(u // scale)
     return ScoreInputs(tuple(index), alloc, used, tuple(pod_requests[j] for j in index))
 
 
@@ -458,34 +451,33 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         columns = np.array(cols, dtype=np.intp)
         request_column = np.array(requests, dtype=np.int64).reshape(len(cols), 1)
         n = len(nodes)
-        alloc = snap.allocatable.take(nodes, axis=0)
-        free = alloc - snap.requested.take(nodes, axis=0)
+        alloc = snap.per_node(snap.allocatable[:, columns], nodes).T
+        free = alloc - snap.per_node(snap.requested[:, columns], nodes).T
         # Row 0: the pod-slot check; row j: check j.
         failed = np.empty((1 + len(cols), n), dtype=np.bool_)
-        np.greater_equal(snap.pod_count.take(nodes), snap.max_pods.take(nodes), out=failed[0])
-        np.less(free[:, columns].T, request_column, out=failed[1:])
+        np.greater_equal(snap.per_node(snap.pod_count, nodes), snap.per_node(snap.max_pods, nodes),
+                         out=failed[0])
+        np.less(free, request_column, out=failed[1:])
         if not failed.any():
             return all_pass(n)
-        return self._failures(s, alloc[:, columns].T, request_column, failed)
+        # Codes now; the reason table only if someone reads it. A failed request larger than
+        # the node's whole allocatable is unresolvable (a failure there is implied: the free
+        # amount never exceeds allocatable).
+        codes: CodeArray = np.asarray(failed.any(axis=0)).view(np.int8)
+        codes *= np.int8(Code.UNSCHEDULABLE)
+        too_big = request_column > alloc
+        codes[too_big.any(axis=0)] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return FilterResult(codes, explain=lambda: self._reasons(s, failed))
 
     @staticmethod
-    def _failures(s: PreFilterState, alloc: IntArray, request_column: IntArray,
-                  failed: BoolArray) -> FilterResult:
-        """Reasons and codes when some node fails: bit j of a node's pattern is row j of
-        ``failed``, so each combination of failed checks becomes one reason tuple. A node is
-        unresolvable when a failed request exceeds its whole allocatable (``alloc`` holds the
-        checked resources, one row each)."""
+    def _reasons(s: PreFilterState, failed: BoolArray) -> tuple[IdArray, list[tuple[str, ...]]]:
+        """Reason ids and table: bit j of a node's pattern is row j of ``failed``, so each
+        combination of failed checks becomes one reason tuple."""
         if len(failed) > _MAX_BITS:
-            ids, table = reason_table(failed.T, s.labels)
-        else:
-            weights = _bit_weights(len(failed))
-            bits = np.bitwise_or.reduce(failed.view(np.uint8) * weights, axis=0)
-            ids, table = reason_table_from_bits(bits, s.labels)
-        too_big = alloc < request_column
-        too_big &= failed[1:]
-        codes = (ids != 0).view(np.int8) * np.int8(Code.UNSCHEDULABLE)
-        codes[too_big.any(axis=0)] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        return FilterResult(codes, ids, table)
+            return reason_table(failed.T, s.labels)
+        weights = _bit_weights(len(failed))
+        bits = np.bitwise_or.reduce(failed.view(np.uint8) * weights, axis=0)
+        return reason_table_from_bits(bits, s.labels)
 
     # ---- score ----
     def pre_score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
