@@ -26,6 +26,7 @@ MODULES = (
     "default_preemption",
     "balanced_allocation",
     "default_binder",
+    "coscheduling",
 )
 
 
