@@ -21,6 +21,7 @@ from kubeberth.api.scheduling_crds import ElasticQuota, PodGroup, Queue
 from kubeberth.config.manifests import DEFAULT_NAMESPACE, Manifests, pod_timing
 from kubeberth.config.yamlsrc import Document, convert
 
+
 @dataclass(slots=True)
 class CreatedPodGroup:
     """A PodGroup and when it was created on the simulated clock (its

@@ -27,6 +27,9 @@ MODULES = (
     "balanced_allocation",
     "default_binder",
     "coscheduling",
+    "capacity_scheduling",
+    "volcano_drf",
+    "volcano_proportion",
 )
 
 

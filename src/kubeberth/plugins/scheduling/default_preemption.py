@@ -248,9 +248,14 @@ def select_victims_on_node(fw: Framework, state: CycleState, pod: PodInfo, snap:
             on_node.update(restored)
 
 
+VictimSelector = Callable[[Framework, CycleState, PodInfo, ClusterState, int,
+                           Sequence[CompiledPDB]], tuple[list[PodInfo], int, Status]]
+
+
 def dry_run_candidates(fw: Framework, state: CycleState, pod: PodInfo, snap: ClusterState,
                        potential: Sequence[int] | IntArray, offset: int, num_candidates: int,
-                       pdbs: Iterable[PodDisruptionBudget] | None = None
+                       pdbs: Iterable[PodDisruptionBudget] | None = None,
+                       select: VictimSelector = select_victims_on_node,
                        ) -> tuple[list[Candidate], dict[int, Status]]:
     """Upstream ``DryRunPreemption``, sequentially: visit ``potential`` node slots from
     ``offset`` (wrapping), dry-run each on a clone of ``state``, and stop once at least one
@@ -258,7 +263,8 @@ def dry_run_candidates(fw: Framework, state: CycleState, pod: PodInfo, snap: Clu
     most ``num_candidates``; non-violating candidates come first.
 
     Returns the candidates and a status per node that was tried and failed (Error statuses
-    included). ``pdbs`` defaults to ``snap.pdbs``. The snapshot is left exactly as it was.
+    included). ``pdbs`` defaults to ``snap.pdbs``; ``select`` is the victim selection
+    (CapacityScheduling brings its own). The snapshot is left exactly as it was.
     """
     compiled = compile_pdbs(snap.pdbs if pdbs is None else pdbs)
     nodes = [int(n) for n in potential]
@@ -270,8 +276,7 @@ def dry_run_candidates(fw: Framework, state: CycleState, pod: PodInfo, snap: Clu
     try:
         for i in range(len(nodes)):
             node = nodes[(offset + i) % len(nodes)]
-            victims, num_violations, st = select_victims_on_node(
-                fw, state.clone(), pod, snap, node, compiled)
+            victims, num_violations, st = select(fw, state.clone(), pod, snap, node, compiled)
             if st.ok and victims:
                 bucket = non_violating if num_violations == 0 else violating
                 if len(bucket) < num_candidates:
