@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubeberth.api.errors import InputError
+from kubeberth.api.objects import ResourceMap
 from kubeberth.api.resources import resource_map
 from kubeberth.api.scheduling_crds import VOLCANO_DEFAULT_QUEUE, Queue
 from kubeberth.framework.cycle_state import CycleState
@@ -72,7 +73,7 @@ class QueueAttr:
     real_capability: VResource | None = None
 
 
-def _capability(raw: Mapping[str, Any]) -> VResource | None:
+def _capability(raw: ResourceMap) -> VResource | None:
     """A queue's capability in Volcano units; a non-positive cpu or memory is unlimited."""
     if not raw:
         return None
