@@ -219,6 +219,7 @@ class Simulation:
         rec = self.metrics.pods.get(res.pod.key)
         if rec is not None:
             rec.attempts += 1
+            rec.reason = res.message if res.outcome in ("unschedulable", "error") else ""
         if res.outcome in ("assumed", "waiting"):
             self.metrics.attempts["scheduled"] += 1
         elif res.outcome == "unschedulable":
@@ -238,7 +239,11 @@ class Simulation:
                 self._activate(res.state)
                 if res.outcome == "assumed":
                     self._bind(res)
-                elif self._first_release is None:
+                    continue
+                rec = self.metrics.pods.get(res.pod.key)
+                if rec is not None:
+                    rec.reason = res.message
+                if self._first_release is None:
                     self._tick += 1
                     self._first_release = self._tick
 

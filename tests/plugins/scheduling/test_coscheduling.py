@@ -368,3 +368,16 @@ def test_gang_runs_are_deterministic(tmp_path: Path) -> None:
     summary = [(tmp_path / d / "out" / "summary.json").read_text() for d in ("a", "b")]
     assert summary[0] == summary[1]
     assert np.array_equal(np.array(sorted(a)), np.array(sorted(b)))
+
+
+def test_simulate_reports_why_a_short_group_stays_pending(tmp_path: Path) -> None:
+    wl = _write(tmp_path, "wl.yaml", [group("job", 3), worker("w0", "job"), worker("w1", "job")])
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["simulate", "--cluster", str(EXAMPLE / "cluster.yaml"),
+                                   "-w", str(wl), "-c", str(EXAMPLE / "scheduler-config.yaml"),
+                                   "-q", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["unscheduledPods"] == ["default/w0", "default/w1"]
+    assert "pre-filter pod w1 cannot find enough sibling pods, current pods number: 2, " \
+           "minMember of group: 3" in summary["pendingReasons"]["default/w1"]
