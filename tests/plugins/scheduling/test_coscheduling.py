@@ -83,15 +83,15 @@ class Clock:
         return self.now
 
 
-def scheduler(tmp: Path, docs: list[dict[str, Any]], **args: Any
+def scheduler(tmp: Path, docs: list[dict[str, Any]], fail_bind: str = "", **args: Any
               ) -> tuple[Scheduler, ClusterState, Clock, list[PodInfo]]:
     manifests = load_manifests([_write(tmp, "m.yaml", docs)])
     cfg = load_scheduler_config(_write(tmp, "c.yaml", config(**args)))
     snap, pending = build_state(manifests)
     clock = Clock()
 
-    def bind(_p: PodInfo, _n: str) -> Status:
-        return SUCCESS
+    def bind(p: PodInfo, _n: str) -> Status:
+        return Status(Code.ERROR, ("bind refused",)) if p.name == fail_bind else SUCCESS
 
     def evict(victim: PodInfo, _by: PodInfo) -> None:
         snap.remove_pod(victim)
@@ -228,6 +228,39 @@ def test_one_member_timing_out_rejects_its_siblings_at_once(tmp_path: Path) -> N
     assert messages["w0"] == "rejected due to timeout after waiting at permit"
     assert messages["w1"] == messages["w2"] == "rejection in Unreserve"
     assert gpus_requested(snap) == 0 and len(sched.handle.waiting_pods) == 0
+
+
+def test_a_decision_once_made_stands(tmp_path: Path) -> None:
+    # w2 completes the quorum and allows w0 and w1; its own bind then fails and its Unreserve
+    # rejects the group's waiting pods. Upstream's waiting pod takes the first signal only, so
+    # the allowed siblings still bind; w2's reservation is given back.
+    docs = [node("n1", 4), group("job", 3)] + [worker(f"w{i}", "job") for i in range(3)]
+    sched, snap, _clock, _ = scheduler(tmp_path, docs, fail_bind="w2")
+    results = [sched.schedule_one() for _ in range(3)]
+    assert [r.outcome for r in results if r] == ["waiting", "waiting", "assumed"]
+    third = results[2]
+    assert third is not None and not sched.bind(third).ok
+    assert "default/w2" not in snap.pods
+    done = sched.resolve_waiting(0.0)
+    assert sorted((r.pod.name, r.outcome) for r in done) == [("w0", "assumed"),
+                                                             ("w1", "assumed")]
+    assert all(sched.bind(r).ok for r in done)
+    assert gpus_requested(snap) == 2
+
+
+def test_a_rejection_before_the_quorum_stands(tmp_path: Path) -> None:
+    docs = [node("n1", 4), group("job", 3)] + [worker(f"w{i}", "job") for i in range(3)]
+    sched, _snap, _clock, _ = scheduler(tmp_path, docs)
+    assert sched.schedule_one() is not None
+    wp = sched.handle.waiting_pods.get("default/w0")
+    assert wp is not None
+    wp.reject("Coscheduling", "first")
+    wp.reject("Coscheduling", "second")
+    wp.allow("Coscheduling")
+    assert wp.rejected is not None and wp.rejected.reasons == ("first",)
+    done = sched.resolve_waiting(0.0)
+    assert [(r.pod.name, r.outcome, r.message) for r in done] == [("w0", "unschedulable",
+                                                                   "first")]
 
 
 def test_default_timeout_comes_from_the_args(tmp_path: Path) -> None:
