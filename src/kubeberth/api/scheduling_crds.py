@@ -25,13 +25,12 @@ class _Crd(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
 
 
 class PodGroupSpec(_Crd):
-    """scheduler-plugins ``PodGroupSpec`` plus Volcano's ``queue`` and ``priorityClassName``."""
+    """scheduler-plugins ``PodGroupSpec`` plus Volcano's ``queue``."""
 
     min_member: int = 0
     min_resources: ResourceMap | None = None
     schedule_timeout_seconds: int | None = None
     queue: str = ""
-    priority_class_name: str = ""
 
 
 class PodGroup(_Crd):
@@ -67,7 +66,6 @@ class QueueSpec(_Crd):
     weight: int = 1
     capability: ResourceMap = {}
     guarantee: Guarantee = msgspec.field(default_factory=Guarantee)
-    reclaimable: bool | None = None
 
 
 class Queue(_Crd):

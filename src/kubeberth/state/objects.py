@@ -9,7 +9,6 @@ created or deleted, and the plugins read it. It never changes on its own, so plu
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from kubeberth.api.scheduling_crds import POD_GROUP_LABEL, ElasticQuota, PodGroup, Queue
@@ -54,10 +53,6 @@ class SchedulingObjects:
         if group:
             self._members.setdefault(group, {})[pi.key] = pi
         self.version += 1
-
-    def pods_created(self, pods: Iterable[PodInfo]) -> None:
-        for pi in pods:
-            self.pod_created(pi)
 
     def pod_deleted(self, key: str) -> None:
         pi = self.pods.pop(key, None)
