@@ -140,6 +140,15 @@ def test_a_gang_that_fits_is_allowed_together(tmp_path: Path) -> None:
     assert sorted(p["selectedNode"] for p in pods.values()) == ["n1", "n1", "n2", "n2"]
 
 
+def test_explain_shows_members_waiting_for_their_quorum(tmp_path: Path) -> None:
+    docs = [node("n1", 4), group("job", 3), worker("w0", "job"), worker("w1", "job"),
+            worker("w2", "job", schedulingGates=[{"name": "example.com/hold"}])]
+    pods = run_explain(tmp_path, docs)
+    assert {k: p["result"] for k, p in pods.items()} == {
+        "default/w0": "Waiting", "default/w1": "Waiting", "default/w2": "SchedulingGated"}
+    assert pods["default/w0"]["selectedNode"] is None  # reserved, not bound
+
+
 def test_members_wait_until_min_member_are_reserved(tmp_path: Path) -> None:
     docs = [node("n1", 4), group("job", 3)] + [worker(f"w{i}", "job") for i in range(3)]
     sched, snap, _clock, _ = scheduler(tmp_path, docs)
