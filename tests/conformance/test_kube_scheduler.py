@@ -4,7 +4,8 @@ Each case becomes a manifests file (nodes, bound pods, the pending pod) and a
 KubeSchedulerConfiguration carrying the case's plugin args. Score cases disable every Filter so
 that all nodes are scored, as upstream's score unit tests score every node they are given.
 Cases that are not about one pod's scheduling cycle are checked against the package functions
-they test; cases for plugins that land with later issues are skipped with that reason.
+they test: helpers, queue tables, CapacityScheduling's PreFilter against a fixed quota snapshot
+(each pod alone, as upstream's TestPreFilter) and Volcano's proportion water-filling.
 """
 
 from __future__ import annotations
@@ -23,12 +24,11 @@ from kubeberth.framework.runtime import num_feasible_nodes_to_find
 from kubeberth.plugins.scheduling.helper import broken_linear_function
 
 from .casefiles import load_cases, newest, node_manifest, pdb_manifest, pod_manifest
+from .fairshare import capacity_pre_filter_codes, proportion_deserved
 
 CASES = load_cases("kube-scheduler")
-LATER = {
-    "CapacityScheduling": "ElasticQuota admission arrives with the admission issue (#4)",
-    "volcano.proportion": "Volcano proportion queues arrive with the fair-share issue (#4)",
-}
+# Plugins whose cases are checked against package functions, not one scheduling cycle.
+FUNCTIONS = ("CapacityScheduling", "volcano.proportion")
 ARGS_KEYS = {"NodeResourcesFit", "NodeResourcesBalancedAllocation", "NodeAffinity",
              "DefaultPreemption", "PodTopologySpread", "TaintToleration"}
 
@@ -138,11 +138,10 @@ def test_preemption_case(case: dict[str, Any], tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c["extension_point"] in ("n/a",)
-                                  or c["plugin"] in LATER], ids=lambda c: c["id"])
+                                  or c["plugin"] in FUNCTIONS],
+                         ids=lambda c: c["id"])
 def test_function_case(case: dict[str, Any]) -> None:
     plugin = case["plugin"]
-    if plugin in LATER:
-        pytest.skip(LATER[plugin])
     expect = case["expect"]
     if plugin == "helper.BrokenLinearFunction":
         shape = [(p["utilization"], p["score"]) for p in case["config"]["shape"]]
@@ -153,6 +152,17 @@ def test_function_case(case: dict[str, Any]) -> None:
         for row in expect["table"]:
             assert num_feasible_nodes_to_find(row["percentageOfNodesToScore"],
                                               row["numAllNodes"]) == row["want"]
+    elif plugin == "CapacityScheduling":
+        # Each pod meets the same quota snapshot (used as given), as upstream's TestPreFilter.
+        codes = capacity_pre_filter_codes(case["config"]["elasticQuotas"],
+                                          [pod_manifest(p, p["name"]) for p in case["pods"]])
+        assert codes == expect["codes"]
+    elif plugin == "volcano.proportion":
+        cfg = case["config"]
+        deserved, rounds = proportion_deserved(cfg["totalResource"], cfg["queues"])
+        assert rounds == expect["rounds"]
+        for queue, want in expect["deserved_cpu"].items():
+            assert deserved[queue]["cpu"] == pytest.approx(want, abs=0.01), queue
     elif plugin == "scheduler.backoffQueue":
         cfg = case["config"]
         for attempts, seconds in expect["backoff_seconds_by_failure_count"].items():
@@ -164,5 +174,6 @@ def test_function_case(case: dict[str, Any]) -> None:
 
 def test_every_case_is_collected() -> None:
     covered = (len(_ids("score")) + len(_ids("filter")) + len(_ids("postfilter*"))
-               + len([c for c in CASES if c["extension_point"] == "n/a" or c["plugin"] in LATER]))
+               + len([c for c in CASES if c["extension_point"] == "n/a"
+                      or c["plugin"] in FUNCTIONS]))
     assert covered == len(CASES)

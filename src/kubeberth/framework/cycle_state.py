@@ -16,6 +16,21 @@ class StateData(Protocol):
 
 T = TypeVar("T")
 
+# Upstream's reserved CycleState key: pods a plugin wants moved to activeQ once the cycle ends.
+PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
+
+
+class PodsToActivate:
+    """Keys of queued pods to activate; shared by clones, as upstream's is."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+
+    def clone(self) -> PodsToActivate:
+        return self
+
 
 class CycleState:
     __slots__ = ("_data", "skip_filter", "skip_score")

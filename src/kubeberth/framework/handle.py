@@ -34,6 +34,10 @@ class WaitingPod:
         self.pending.discard(plugin)
 
     def reject(self, plugin: str, message: str) -> None:
+        """The first decision stands, as upstream's one-slot signal: a pod already allowed by
+        every plugin, or already rejected, ignores a later rejection."""
+        if self.decided:
+            return
         self.rejected = Status(Code.UNSCHEDULABLE, (message,), plugin)
 
     @property

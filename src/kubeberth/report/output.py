@@ -45,6 +45,8 @@ def summary(result: SimResult, meta: dict[str, Any]) -> dict[str, Any]:
         },
         "simulatedSeconds": result.end_time,
         "unscheduledPods": result.unscheduled,
+        "pendingReasons": {key: m.pods[key].reason for key in result.unscheduled
+                           if m.pods[key].reason},
         "unmodelledPlugins": result.unmodelled_plugins,
     }
 

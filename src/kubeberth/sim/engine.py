@@ -22,7 +22,9 @@ from enum import IntEnum
 
 import msgspec
 
+from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.types import SchedulerConfiguration
+from kubeberth.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
 from kubeberth.framework.registry import Registry
 from kubeberth.framework.scheduler import (
     ASSIGNED_POD_DELETE,
@@ -83,6 +85,7 @@ class Simulation:
         for ns in extras.namespaces:
             self.snapshot.namespaces[ns.metadata.name] = ns
         self.snapshot.pdbs = list(extras.pdbs)
+        self.snapshot.objects.load(load_scheduling_crds(extras))
         for node in workload.nodes:
             self.snapshot.add_node(node)
         self.scheduler = Scheduler(
@@ -145,6 +148,8 @@ class Simulation:
         fresh = make_pod_info(msgspec.structs.replace(victim.pod),
                               self.snapshot.priority_classes, seq=victim.seq)
         fresh.arrival = victim.arrival
+        self.snapshot.objects.pod_deleted(victim.key)
+        self.snapshot.objects.pod_created(fresh)
         self.scheduler.add(fresh)
 
     # ---- event handlers --------------------------------------------------------------------
@@ -154,6 +159,7 @@ class Simulation:
         self._durations[pi.key] = tp.duration
         self._specs[pi.key] = tp
         self.metrics.pods[pi.key] = PodRecord(pi.key, self.now)
+        self.snapshot.objects.pod_created(pi)
         if tp.pod.spec.node_name:
             idx = self.snapshot.node_index.get(tp.pod.spec.node_name)
             if idx is None or not self.snapshot.present[idx]:
@@ -196,6 +202,7 @@ class Simulation:
         del self._completion_token[pi.key]
         self._progressed()
         self.snapshot.remove_pod(pi)
+        self.snapshot.objects.pod_deleted(pi.key)
         self.metrics.pods[pi.key].finished = self.now
         self.scheduler.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
 
@@ -212,6 +219,7 @@ class Simulation:
         rec = self.metrics.pods.get(res.pod.key)
         if rec is not None:
             rec.attempts += 1
+            rec.reason = res.message if res.outcome in ("unschedulable", "error") else ""
         if res.outcome in ("assumed", "waiting"):
             self.metrics.attempts["scheduled"] += 1
         elif res.outcome == "unschedulable":
@@ -220,13 +228,32 @@ class Simulation:
             self.metrics.attempts["error"] += 1
 
     def _release_waiting(self) -> None:
-        """Bind pods a Permit plugin has just allowed; requeue those rejected or timed out."""
-        for res in self.scheduler.resolve_waiting(self.now):
-            if res.outcome == "assumed":
-                self._bind(res)
-            elif self._first_release is None:
-                self._tick += 1
-                self._first_release = self._tick
+        """Bind pods a Permit plugin has just allowed; requeue those rejected or timed out.
+        Unreserving one pod may reject its waiting siblings (Coscheduling), so resolve until
+        nothing more is decided."""
+        while True:
+            done = self.scheduler.resolve_waiting(self.now)
+            if not done:
+                return
+            for res in done:
+                self._activate(res.state)
+                if res.outcome == "assumed":
+                    self._bind(res)
+                    continue
+                rec = self.metrics.pods.get(res.pod.key)
+                if rec is not None:
+                    rec.reason = res.message
+                if self._first_release is None:
+                    self._tick += 1
+                    self._first_release = self._tick
+
+    def _activate(self, state: CycleState | None) -> None:
+        """Move the pods a plugin asked for (upstream PodsToActivate) to activeQ."""
+        want = state.get(PODS_TO_ACTIVATE_KEY) if state is not None else None
+        if isinstance(want, PodsToActivate) and want.keys:
+            keys = sorted(want.keys)
+            want.keys.clear()
+            self.scheduler.queue.activate(keys)
 
     def _schedule_all(self) -> None:
         sched = self.scheduler
@@ -238,6 +265,7 @@ class Simulation:
                 break
             self._decisions += 1
             self._record(res)
+            self._activate(res.state)
             if res.outcome == "assumed":
                 if self.bind_latency > 0:
                     self._push(self.now + self.bind_latency, Phase.BIND, res)

@@ -14,6 +14,7 @@ from typing import Any
 
 from kubeberth.api.errors import InputError
 from kubeberth.config.manifests import Manifests
+from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.types import SchedulerConfiguration
 from kubeberth.framework.registry import Registry
 from kubeberth.framework.scheduler import CycleResult, Scheduler
@@ -32,6 +33,7 @@ def build_state(manifests: Manifests) -> tuple[ClusterState, list[PodInfo]]:
     for ns in manifests.namespaces:
         snap.namespaces[ns.metadata.name] = ns
     snap.pdbs = list(manifests.pdbs)
+    snap.objects.load(load_scheduling_crds(manifests))
     for node in manifests.nodes:
         snap.add_node(node)
     pending: list[PodInfo] = []
@@ -43,9 +45,11 @@ def build_state(manifests: Manifests) -> tuple[ClusterState, list[PodInfo]]:
             idx = snap.node_index.get(pod.spec.node_name)
             if idx is not None and snap.present[idx]:
                 snap.add_pod(pi, idx)
+                snap.objects.pod_created(pi)
                 continue
         if pod.status.phase in ("Succeeded", "Failed"):
             continue
+        snap.objects.pod_created(pi)
         if not pod.spec.node_name:
             pending.append(pi)
     return snap, pending
@@ -67,6 +71,7 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
 
     def evict(victim: PodInfo, _preemptor: PodInfo) -> None:
         snap.remove_pod(victim)
+        snap.objects.pod_deleted(victim.key)
 
     def bind(_pod: PodInfo, _node: str) -> Status:
         return SUCCESS

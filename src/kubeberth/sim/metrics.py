@@ -30,6 +30,7 @@ class PodRecord:
     attempts: int = 0
     finished: float | None = None
     preempted: int = 0
+    reason: str = ""  # why the last attempt did not place the pod (empty once bound)
 
     @property
     def wait(self) -> float | None:

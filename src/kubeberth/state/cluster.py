@@ -36,6 +36,7 @@ from kubeberth.api.resources import (
     pod_non_zero_requests,
     pod_requests,
 )
+from kubeberth.state.objects import SchedulingObjects
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -188,6 +189,8 @@ class ClusterState:
         self.namespaces: dict[str, Namespace] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pdbs: list[PodDisruptionBudget] = []
+        # PodGroups, ElasticQuotas, Volcano Queues and every existing pod (see state/objects.py).
+        self.objects = SchedulingObjects()
         self.generation = 0
         self._label_cache: dict[str, npt.NDArray[np.object_]] = {}
         self._taint_groups: tuple[IntArray, list[tuple[Taint, ...]]] | None = None

@@ -26,6 +26,10 @@ MODULES = (
     "default_preemption",
     "balanced_allocation",
     "default_binder",
+    "coscheduling",
+    "capacity_scheduling",
+    "volcano_drf",
+    "volcano_proportion",
 )
 
 

@@ -253,9 +253,14 @@ def _has_lower_priority(snap: ClusterState, node: int, priority: int) -> bool:
     return any(pi.priority < priority for pi in snap.pods_on_node[node].values())
 
 
+VictimSelector = Callable[[Framework, CycleState, PodInfo, ClusterState, int,
+                           Sequence[CompiledPDB]], tuple[list[PodInfo], int, Status]]
+
+
 def dry_run_candidates(fw: Framework, state: CycleState, pod: PodInfo, snap: ClusterState,
                        potential: Sequence[int] | IntArray, offset: int, num_candidates: int,
-                       pdbs: Iterable[PodDisruptionBudget] | None = None
+                       pdbs: Iterable[PodDisruptionBudget] | None = None,
+                       select: VictimSelector = select_victims_on_node,
                        ) -> tuple[list[Candidate], dict[int, Status]]:
     """Upstream ``DryRunPreemption``, sequentially: visit ``potential`` node slots from
     ``offset`` (wrapping), dry-run each on a clone of ``state``, and stop once at least one
@@ -263,7 +268,8 @@ def dry_run_candidates(fw: Framework, state: CycleState, pod: PodInfo, snap: Clu
     most ``num_candidates``; non-violating candidates come first.
 
     Returns the candidates and a status per node that was tried and failed (Error statuses
-    included). ``pdbs`` defaults to ``snap.pdbs``. The snapshot is left exactly as it was.
+    included). ``pdbs`` defaults to ``snap.pdbs``; ``select`` is the victim selection
+    (CapacityScheduling brings its own). The snapshot is left exactly as it was.
     """
     compiled = compile_pdbs(snap.pdbs if pdbs is None else pdbs)
     nodes = [int(n) for n in potential]
@@ -275,12 +281,12 @@ def dry_run_candidates(fw: Framework, state: CycleState, pod: PodInfo, snap: Clu
     try:
         for i in range(len(nodes)):
             node = nodes[(offset + i) % len(nodes)]
-            if not _has_lower_priority(snap, node, pod.priority):
+            if select is select_victims_on_node and not _has_lower_priority(
+                    snap, node, pod.priority):
                 # The common case on a busy cluster; no state clone needed to say so.
                 statuses[node] = _NO_VICTIMS_STATUS
                 continue
-            victims, num_violations, st = select_victims_on_node(
-                fw, state.clone(), pod, snap, node, compiled)
+            victims, num_violations, st = select(fw, state.clone(), pod, snap, node, compiled)
             if st.ok and victims:
                 bucket = non_violating if num_violations == 0 else violating
                 if len(bucket) < num_candidates:
