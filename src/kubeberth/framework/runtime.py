@@ -376,15 +376,15 @@ class Framework:
             if res.passes_all:
                 continue
             failed = res.codes != 0
-            if not failed.any():
+            if not np.count_nonzero(failed):
                 continue
             if record:
                 failed &= codes == 0
-            pos = np.flatnonzero(failed) if batch is None else batch[failed]
+            pos = failed.nonzero()[0] if batch is None else batch[failed]
             codes[pos] = res.codes[failed]
             first[pos] = k
             if not record:
-                alive = np.flatnonzero(~failed) if batch is None else batch[~failed]
+                alive = (~failed).nonzero()[0] if batch is None else batch[~failed]
         return out
 
     def run_filters_on_node(self, state: CycleState, pod: PodInfo, snap: ClusterState,
@@ -428,7 +428,7 @@ class Framework:
             normalized = p.normalize_score(state, pod, raw)
             norm = raw if normalized is None else np.asarray(normalized, dtype=np.int64)
             # One pass checks both bounds: a negative score read as unsigned is huge.
-            if norm.size and int(norm.view(np.uint64).max()) > MAX_NODE_SCORE:
+            if norm.size and int(np.maximum.reduce(norm.view(np.uint64))) > MAX_NODE_SCORE:
                 bad = int(norm.max() if norm.max() > MAX_NODE_SCORE else norm.min())
                 raise RuntimeError(f"plugin {p.name} returned score {bad} outside "
                                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]")

@@ -254,7 +254,7 @@ class Scheduler:
             # verdicts in rotated order decides exactly what upstream's early stop decides;
             # when the stop would come past half the nodes anyway, that is the cheaper way.
             out = self._check_nominated(fw, state, pod, fw.run_filters(state, pod, snap, nodes))
-            feasible_pos = np.flatnonzero(out.codes == 0)
+            feasible_pos = (out.codes == 0).nonzero()[0]
             if start:
                 split = int(np.searchsorted(feasible_pos, start))
                 feasible_pos = np.concatenate([feasible_pos[split:], feasible_pos[:split]])
@@ -295,7 +295,8 @@ class Scheduler:
         scores = fw.run_score(state, pod, snap, feasible, record=record)
         if record:
             result.scores = scores
-        best = np.flatnonzero(scores.totals == scores.totals.max())
+        totals = scores.totals
+        best = (totals == np.maximum.reduce(totals)).nonzero()[0]
         pick = int(best[0]) if len(best) == 1 else int(best[int(self.rng.integers(len(best)))])
         result.outcome = "assumed"
         result.node = snap.node_names[int(feasible[pick])]

@@ -46,7 +46,7 @@ def default_normalize_score(scores: IntArray, reverse: bool,
     """Upstream ``DefaultNormalizeScore``: scale [0, max(scores)] to [0, max_priority], reversed
     on request; all-zero scores stay zero, or become ``max_priority`` when reversed."""
     scores = np.asarray(scores, dtype=np.int64)
-    max_count = int(scores.max()) if scores.size else 0
+    max_count = int(np.maximum.reduce(scores)) if scores.size else 0
     if max_count <= 0:
         if reverse:
             return np.full(scores.shape, max_priority, dtype=np.int64)

@@ -434,39 +434,32 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         s = state.get(PRE_FILTER_KEY)
         if not isinstance(s, PreFilterState):
             s = self.compute_pre_filter_state(pod)
-        # The checked columns, and the requests as a column to compare a whole block at once. A
-        # resource no node has reads column 0 against a request nothing can meet, so it fails
-        # everywhere and unresolvably, as upstream's zero allocatable does.
+        # One check per requested resource, each over one contiguous column. A resource no
+        # node has reads column 0 against a request nothing can meet, so it fails everywhere
+        # and unresolvably, as upstream's zero allocatable does.
         width = snap.allocatable.shape[1]
-        cols: list[int] = []
-        requests: list[int] = []
-        for name, request in zip(s.names, s.requests, strict=True):
-            c = snap.resources.get(name)
-            if c is None or c >= width:
-                cols.append(0)
-                requests.append(_UNMEETABLE)
-            else:
-                cols.append(c)
-                requests.append(request)
-        columns = np.array(cols, dtype=np.intp)
-        request_column = np.array(requests, dtype=np.int64).reshape(len(cols), 1)
         n = len(nodes)
-        alloc = snap.per_node(snap.allocatable[:, columns], nodes).T
-        free = alloc - snap.per_node(snap.requested[:, columns], nodes).T
         # Row 0: the pod-slot check; row j: check j.
-        failed = np.empty((1 + len(cols), n), dtype=np.bool_)
+        failed = np.empty((1 + len(s.names), n), dtype=np.bool_)
         np.greater_equal(snap.per_node(snap.pod_count, nodes), snap.per_node(snap.max_pods, nodes),
                          out=failed[0])
-        np.less(free, request_column, out=failed[1:])
-        if not failed.any():
+        allocs: list[tuple[IntArray, int]] = []
+        for j, (name, request) in enumerate(zip(s.names, s.requests, strict=True), start=1):
+            c = snap.resources.get(name)
+            if c is None or c >= width:
+                c, request = 0, _UNMEETABLE
+            alloc = snap.per_node(snap.allocatable[:, c], nodes)
+            np.less(alloc - snap.per_node(snap.requested[:, c], nodes), request, out=failed[j])
+            allocs.append((alloc, request))
+        if not np.count_nonzero(failed):
             return all_pass(n)
         # Codes now; the reason table only if someone reads it. A failed request larger than
         # the node's whole allocatable is unresolvable (a failure there is implied: the free
         # amount never exceeds allocatable).
         codes: CodeArray = np.asarray(failed.any(axis=0)).view(np.int8)
         codes *= np.int8(Code.UNSCHEDULABLE)
-        too_big = request_column > alloc
-        codes[too_big.any(axis=0)] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        for alloc, request in allocs:
+            codes[alloc < request] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return FilterResult(codes, explain=lambda: self._reasons(s, failed))
 
     @staticmethod

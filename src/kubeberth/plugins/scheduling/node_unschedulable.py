@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Taint
 from kubeberth.api.selectors import tolerated
@@ -33,7 +35,7 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
                nodes: IntArray) -> FilterResult:
         # One pass over the cordon flags of every slot beats gathering them per candidate,
         # and clusters rarely have cordoned nodes.
-        if not snap.unschedulable.any() or tolerated(pod.pod.spec.tolerations,
+        if not np.count_nonzero(snap.unschedulable) or tolerated(pod.pod.spec.tolerations,
                                                        TAINT_NODE_UNSCHEDULABLE):
             return all_pass(len(nodes))
         return FilterResult.from_mask(snap.unschedulable.take(nodes),
