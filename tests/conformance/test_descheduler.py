@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conformance.casefiles import load_cases
+from tests.conformance.deschedcases import NOW_TEXT, write_case
 from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
@@ -20,8 +22,6 @@ from kubeberth.config.descheduler import load_descheduler_policy
 from kubeberth.config.manifests import load_manifests
 from kubeberth.plugins.deschedule import build_descheduler
 from kubeberth.plugins.deschedule.framework import Snapshot, parse_time
-from tests.conformance.casefiles import load_cases
-from tests.conformance.deschedcases import NOW_TEXT, write_case
 
 CASES = load_cases("descheduler")
 

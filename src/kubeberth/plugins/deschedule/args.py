@@ -30,6 +30,9 @@ class Namespaces:
     exclude: tuple[str, ...] = ()
 
 
+ALL_NAMESPACES = Namespaces()
+
+
 def reject_unknown(raw: Mapping[str, Any], allowed: Sequence[str], where: str = "") -> None:
     for key in raw:
         if key not in allowed:

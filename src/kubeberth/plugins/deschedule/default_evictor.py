@@ -191,7 +191,8 @@ def _protections(raw: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ..
         for i, n in enumerate(names):
             if n not in allowed:
                 raise InputError(f"{n!r} is not a valid {key} protection",
-                                 field=f"{where}.{key}[{i}]", expected="one of " + ", ".join(allowed))
+                                 field=f"{where}.{key}[{i}]",
+                                 expected="one of " + ", ".join(allowed))
             if names.index(n) != i:
                 raise InputError(f"protection {n!r} is listed twice", field=f"{where}.{key}[{i}]",
                                  expected="each protection once")

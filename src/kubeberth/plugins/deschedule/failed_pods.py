@@ -26,7 +26,7 @@ DEFAULT_MIN_POD_LIFETIME_SECONDS = 3600
 @dataclass(frozen=True, slots=True)
 class Args:
     min_pod_lifetime_seconds: int | None = DEFAULT_MIN_POD_LIFETIME_SECONDS
-    namespaces: a.Namespaces = a.Namespaces()
+    namespaces: a.Namespaces = a.ALL_NAMESPACES
     label_selector: LabelSelector | None = None
     exclude_owner_kinds: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
@@ -74,9 +74,9 @@ class RemoveFailedPods:
     def _matches(self, pod: PodView) -> bool:
         """Upstream ``validateCanEvict`` for a failed pod."""
         args = self.args
-        if args.min_pod_lifetime_seconds is not None and pod.created is not None:
-            if int(self.handle.snapshot.now - pod.created) < args.min_pod_lifetime_seconds:
-                return False
+        age = int(self.handle.snapshot.now - (pod.created or self.handle.snapshot.now))
+        if args.min_pod_lifetime_seconds is not None and age < args.min_pod_lifetime_seconds:
+            return False
         if any(o.kind in args.exclude_owner_kinds for o in pod.owners):
             return False
         status = pod.pod.status
@@ -102,7 +102,8 @@ class RemoveFailedPods:
             for pod in snapshot.all_pods_on_node(node.metadata.name):
                 if pod.phase != "Failed" or not self.in_scope(pod) or not self._matches(pod):
                     continue
-                reason = f"pod failed{': ' + pod.pod.status.reason if pod.pod.status.reason else ''}"
+                why = pod.pod.status.reason
+                reason = f"pod failed ({why})" if why else "pod failed"
                 err = evictor.evict_checked(pod, NAME, reason)
                 if err is EvictError.NODE_LIMIT:
                     break

@@ -35,6 +35,7 @@ from kubeberth.api.objects import (
     PodDisruptionBudget,
     PriorityClass,
 )
+from kubeberth.api.quantity import to_milli
 from kubeberth.api.resources import PODS, node_allocatable, pod_requests
 from kubeberth.config.descheduler import (
     DeschedulerPolicy,
@@ -48,7 +49,7 @@ SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 _OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController", "Job")
 
 
-# ---- time ------------------------------------------------------------------------------------
+# ---- time ---------------------------------------------------------------------------------------
 def parse_time(text: str, field: str = "timestamp") -> float:
     """An RFC 3339 timestamp (as Kubernetes writes them) in seconds since the epoch."""
     value = text.strip()
@@ -68,7 +69,7 @@ def format_time(seconds: float) -> str:
     return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-# ---- pods as the descheduler reads them --------------------------------------------------------
+# ---- pods as the descheduler reads them ---------------------------------------------------------
 @dataclass(slots=True, eq=False)
 class PodView:
     """A pod with what the descheduler derives from it once (requests, priority, times, QoS)."""
@@ -142,8 +143,6 @@ def pod_qos(pod: Pod) -> str:
 
 
 def _milli(values: Mapping[str, Any]) -> dict[str, int]:
-    from kubeberth.api.quantity import to_milli
-
     return {k: to_milli(k, v) for k, v in values.items()}
 
 
@@ -182,7 +181,7 @@ def make_pod_view(pod: Pod, index: int, now: float,
                    created=created, started=started, qos=pod_qos(pod))
 
 
-# ---- the snapshot ------------------------------------------------------------------------------
+# ---- the snapshot -------------------------------------------------------------------------------
 class Snapshot:
     """What one descheduling pass reads: nodes, pods (running, pending and finished), PDBs,
     owner replica counts, priority classes and namespaces, at time ``now`` (seconds)."""
@@ -293,7 +292,7 @@ def _located_time(m: Manifests, kind: str, obj: Pod | Node, raw: str, where: str
         raise (doc.locate(err) if doc is not None else err) from None
 
 
-# ---- decisions -----------------------------------------------------------------------------------
+# ---- decisions ----------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Decision:
     """One eviction (or one refused eviction): the pod, its node, the plugin and why."""
@@ -385,7 +384,7 @@ class DisruptionChecker(Protocol):
         """None when the eviction API would accept the eviction (and count it), else why not."""
 
 
-# ---- plugins, the handle and profiles ---------------------------------------------------------------
+# ---- plugins, the handle and profiles -----------------------------------------------------------
 FilterFunc = Callable[[PodView], str | None]
 
 
@@ -439,7 +438,7 @@ class Evictor:
         return None
 
     def filter_both(self, pod: PodView) -> str | None:
-        """Filter then PreEvictionFilter (upstream ``WrapFilterFuncs(Filter, PreEvictionFilter)``)."""
+        """Filter, then PreEvictionFilter (upstream wraps both into one filter)."""
         return self.filter(pod) or self.pre_eviction_filter(pod)
 
     def evict(self, pod: PodView, plugin: str, reason: str) -> EvictError | None:
@@ -469,7 +468,7 @@ class Handle:
     evictor: Evictor
 
 
-# ---- the descheduler ----------------------------------------------------------------------------------
+# ---- the descheduler ----------------------------------------------------------------------------
 @dataclass(slots=True)
 class PassResult:
     evictions: list[Decision] = field(default_factory=list)
@@ -568,11 +567,11 @@ class Descheduler:
         pod_evictor = PodEvictor(self.limits, DisruptionBudgets(snapshot))
         runners = [self._instantiate(plan, snapshot, pod_evictor) for plan in self.profiles]
         for deschedulers, _ in runners:
-            for plugin in deschedulers:
-                plugin.deschedule(nodes)
+            for d in deschedulers:
+                d.deschedule(nodes)
         for _, balancers in runners:
-            for plugin in balancers:
-                plugin.balance(nodes)
+            for b in balancers:
+                b.balance(nodes)
         return PassResult(evictions=pod_evictor.evictions, skipped=pod_evictor.skipped,
                           nodes=len(nodes))
 
@@ -590,7 +589,9 @@ class Descheduler:
         evictor.filters = [build(s, a).filter for s, a in plan.filter]
         evictor.pre_eviction_filters = [build(s, a).pre_eviction_filter
                                         for s, a in plan.pre_eviction_filter]
-        return ([build(s, a) for s, a in plan.deschedule], [build(s, a) for s, a in plan.balance])
+        deschedulers: list[DeschedulePlugin] = [build(s, a) for s, a in plan.deschedule]
+        balancers: list[BalancePlugin] = [build(s, a) for s, a in plan.balance]
+        return deschedulers, balancers
 
 
 def check_registry(specs: Sequence[PluginSpec]) -> dict[str, PluginSpec]:

@@ -111,8 +111,8 @@ def preferred_weight(pod: Pod, node: Node) -> int:
     aff = pod.spec.affinity
     if aff is None or aff.node_affinity is None:
         return 0
-    return sum(t.weight for t in aff.node_affinity.preferred_during_scheduling_ignored_during_execution
-               if term_matches(t.preference, node))
+    terms = aff.node_affinity.preferred_during_scheduling_ignored_during_execution
+    return sum(t.weight for t in terms if term_matches(t.preference, node))
 
 
 def tolerates_taints(tolerations: list[Toleration], taints: Iterable[Taint],

@@ -28,7 +28,7 @@ POINTS = ("deschedule",)
 
 @dataclass(frozen=True, slots=True)
 class Args:
-    namespaces: a.Namespaces = a.Namespaces()
+    namespaces: a.Namespaces = a.ALL_NAMESPACES
     label_selector: LabelSelector | None = None
 
 

@@ -83,7 +83,8 @@ def parse_args(raw: Mapping[str, Any]) -> Args:
                            "numberOfNodes", "evictableNamespaces", "metricsUtilization",
                            "evictionLimits"))
     if raw.get("metricsUtilization"):
-        raise InputError("usage from metrics is not modelled by kubeberth", field="metricsUtilization",
+        raise InputError("usage from metrics is not modelled by kubeberth",
+                         field="metricsUtilization",
                          expected="no metricsUtilization (utilization is computed from requests)")
     deviation = a.boolean(raw, "useDeviationThresholds")
     low = validate_thresholds(a.percentages(raw, "thresholds"), "thresholds")

@@ -35,7 +35,7 @@ PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 @dataclass(frozen=True, slots=True)
 class Args:
     node_affinity_type: tuple[str, ...]
-    namespaces: a.Namespaces = a.Namespaces()
+    namespaces: a.Namespaces = a.ALL_NAMESPACES
     label_selector: LabelSelector | None = None
 
 

@@ -31,7 +31,7 @@ POINTS = ("deschedule",)
 
 @dataclass(frozen=True, slots=True)
 class Args:
-    namespaces: a.Namespaces = a.Namespaces()
+    namespaces: a.Namespaces = a.ALL_NAMESPACES
     label_selector: LabelSelector | None = None
     include_prefer_no_schedule: bool = False
     excluded_taints: tuple[str, ...] = ()

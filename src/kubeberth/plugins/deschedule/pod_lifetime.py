@@ -33,7 +33,7 @@ ALLOWED_STATES = (
 @dataclass(frozen=True, slots=True)
 class Args:
     max_pod_lifetime_seconds: int
-    namespaces: a.Namespaces = a.Namespaces()
+    namespaces: a.Namespaces = a.ALL_NAMESPACES
     label_selector: LabelSelector | None = None
     states: tuple[str, ...] = ()
     including_init_containers: bool = False

@@ -35,7 +35,7 @@ OwnerKey = tuple[str, str, str, str]  # namespace, kind, name, images joined by 
 @dataclass(frozen=True, slots=True)
 class Args:
     exclude_owner_kinds: tuple[str, ...] = ()
-    namespaces: a.Namespaces = a.Namespaces()
+    namespaces: a.Namespaces = a.ALL_NAMESPACES
 
 
 def parse_args(raw: Mapping[str, Any]) -> Args:

@@ -27,7 +27,7 @@ ALLOWED_STATES = ("Running", "CrashLoopBackOff")
 class Args:
     pod_restart_threshold: int
     including_init_containers: bool = False
-    namespaces: a.Namespaces = a.Namespaces()
+    namespaces: a.Namespaces = a.ALL_NAMESPACES
     label_selector: LabelSelector | None = None
     states: tuple[str, ...] = ()
 

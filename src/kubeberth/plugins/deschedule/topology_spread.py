@@ -24,7 +24,6 @@ import msgspec
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector, Node, TopologySpreadConstraint
-from kubeberth.api.selectors import compile_label_selector
 from kubeberth.plugins.deschedule import args as a
 from kubeberth.plugins.deschedule.framework import EvictError, Handle, PluginSpec, PodView
 from kubeberth.plugins.deschedule.helpers import (
@@ -35,6 +34,7 @@ from kubeberth.plugins.deschedule.helpers import (
     node_fit,
     pod_fits_any_other_node,
     required_terms,
+    term_selector,
     tolerates_taints,
 )
 
@@ -46,7 +46,7 @@ SCHEDULE_ANYWAY = "ScheduleAnyway"
 
 @dataclass(frozen=True, slots=True)
 class Args:
-    namespaces: a.Namespaces = a.Namespaces()
+    namespaces: a.Namespaces = a.ALL_NAMESPACES
     label_selector: LabelSelector | None = None
     constraints: tuple[str, ...] = (DO_NOT_SCHEDULE,)
     topology_balance_node_fit: bool = True
@@ -92,16 +92,11 @@ def make_constraint(c: TopologySpreadConstraint, pod: PodView) -> Constraint:
     for key in c.match_label_keys:
         if key in pod.labels:
             extra[key] = pod.labels[key]
-    try:
-        base = compile_label_selector(c.label_selector, nil_matches=False)
-    except InputError:
-        def base(_labels: Mapping[str, str]) -> bool:
-            return False
+    base = term_selector(c.label_selector)
+    matches = base
     if extra and c.label_selector is not None:
         def matches(labels: Mapping[str, str]) -> bool:
             return all(labels.get(k) == v for k, v in extra.items()) and base(labels)
-    else:
-        matches = base
     affinity = (c.node_affinity_policy or "Honor") == "Honor"
     taints = (c.node_taints_policy or "Ignore") == "Honor"
     spec = pod.pod.spec
