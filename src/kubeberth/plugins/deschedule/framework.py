@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+import msgspec
+
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import (
     Namespace,
@@ -43,6 +45,7 @@ from kubeberth.config.descheduler import (
     parse_label_selector_string,
 )
 from kubeberth.config.manifests import Manifests
+from kubeberth.state.cluster import ClusterState
 
 # Upstream's SystemCriticalPriority: pods at or above it are system-critical.
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
@@ -190,7 +193,9 @@ class Snapshot:
                  pdbs: Iterable[PodDisruptionBudget] = (),
                  priority_classes: Iterable[PriorityClass] = (),
                  namespaces: Iterable[Namespace] = (),
-                 owner_replicas: Mapping[tuple[str, str, str], int] | None = None) -> None:
+                 owner_replicas: Mapping[tuple[str, str, str], int] | None = None,
+                 locate: Callable[[Pod, InputError], InputError] | None = None,
+                 times: Mapping[str, tuple[float, float | None]] | None = None) -> None:
         self.now = now
         self.nodes: list[Node] = list(nodes)
         self.node_by_name: dict[str, Node] = {n.metadata.name: n for n in self.nodes}
@@ -205,7 +210,9 @@ class Snapshot:
             try:
                 pv = make_pod_view(pod, i, now, self.priority_classes)
             except InputError as err:
-                raise err.at(field=f"pod {pod.key}") if err.field is None else err from None
+                raise (locate(pod, err) if locate else err) from None
+            if times is not None and pv.key in times:
+                pv.created, pv.started = times[pv.key]
             self.pods.append(pv)
             if pv.node:
                 self._by_node.setdefault(pv.node, []).append(pv)
@@ -216,8 +223,34 @@ class Snapshot:
 
     @classmethod
     def from_manifests(cls, m: Manifests, now: float) -> Snapshot:
+        def locate(pod: Pod, err: InputError) -> InputError:
+            doc = m.origin("Pod", pod.metadata.name, pod.metadata.namespace)
+            return doc.locate(err) if doc is not None else err
+
         return cls(m.nodes, m.pods, now=now, pdbs=m.pdbs, priority_classes=m.priority_classes,
-                   namespaces=m.namespaces, owner_replicas=owner_replicas(m))
+                   namespaces=m.namespaces, owner_replicas=owner_replicas(m), locate=locate)
+
+    @classmethod
+    def from_cluster(cls, state: ClusterState, now: float,
+                     owner_replicas: Mapping[tuple[str, str, str], int] | None = None
+                     ) -> Snapshot:
+        """The simulator's view: present nodes, the pods bound or assumed on them (with the
+        node the state holds them on), pods' arrival as creation and binding as start time, on
+        the simulator's clock."""
+        nodes = [state.nodes[i] for i in range(state.num_nodes) if state.present[i]]
+        pods: list[Pod] = []
+        times: dict[str, tuple[float, float | None]] = {}
+        for pi in state.iter_pods():
+            pod = pi.pod
+            if pi.node >= 0 and pod.spec.node_name != state.node_names[pi.node]:
+                spec = msgspec.structs.replace(pod.spec, node_name=state.node_names[pi.node])
+                pod = msgspec.structs.replace(pod, spec=spec)
+            pods.append(pod)
+            times[pi.key] = (pi.arrival, pi.start_time if pi.node >= 0 else None)
+        return cls(nodes, pods, now=now, pdbs=state.pdbs,
+                   priority_classes=state.priority_classes.values(),
+                   namespaces=state.namespaces.values(), owner_replicas=owner_replicas,
+                   times=times)
 
     def all_pods_on_node(self, node: str) -> list[PodView]:
         """Every pod bound to ``node`` (upstream ``ListAllPodsOnANode``), by namespace and name
