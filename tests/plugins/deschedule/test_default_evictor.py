@@ -6,10 +6,10 @@ from typing import Any
 
 import msgspec
 import pytest
+from tests.plugins.deschedule.builders import evicted, node, pod, policy, run, skipped
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Namespace, Pod, PriorityClass
-from tests.plugins.deschedule.builders import evicted, node, pod, policy, run, skipped
 
 TAINTS = "RemovePodsViolatingNodeTaints"
 TAINT = [{"key": "k", "effect": "NoSchedule"}]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeberth.api.objects import PodDisruptionBudget
 from tests.plugins.deschedule.builders import evicted, node, pdb, pod, policy, run, skipped
+
+from kubeberth.api.objects import PodDisruptionBudget
 
 TAINTS = "RemovePodsViolatingNodeTaints"
 TAINT = [{"key": "k", "effect": "NoSchedule"}]
