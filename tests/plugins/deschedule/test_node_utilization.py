@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.plugins.deschedule.builders import evicted, node, pod, policy, run, skipped
 
 from kubeberth.api.errors import InputError
-from tests.plugins.deschedule.builders import evicted, node, pod, policy, run, skipped
 
 LNU = "LowNodeUtilization"
 HNU = "HighNodeUtilization"
