@@ -47,7 +47,7 @@ def test_lnu_evicts_lowest_priority_then_best_effort_first() -> None:
                     "requests": {"cpu": "800m", "memory": "1Gi"},
                     "limits": {"cpu": "800m", "memory": "1Gi"}}}]}),
             pod("burstable", "n1", cpu="800m", priority=1),
-            pod("best-effort", "n1", cpu=None, priority=1)] + cpu_pods("b", "n2", 1)
+            pod("best-effort", "n1", cpu=None, priority=1), *cpu_pods("b", "n2", 1)]
     pol = lnu(thresholds={"cpu": 20}, targetThresholds={"cpu": 50})
     result = run(pol, [node("n1"), node("n2")], pods)
     assert evicted(result) == ["best-effort", "burstable", "guaranteed"]
@@ -130,8 +130,8 @@ def test_hnu_unschedulable_nodes_do_not_receive_pods() -> None:
 def test_hnu_only_thresholding_resources_keeps_cpu_pods() -> None:
     nodes = [node("g1", **{GPU: "8"}), node("g2", **{GPU: "8"}), node("g3", **{GPU: "8"})]
     gpu = {"extra_requests": {GPU: "1"}}
-    pods = ([pod("gpu-pod", "g1", **gpu), pod("cpu-pod", "g1")]
-            + cpu_pods("b", "g2", 6, cpu="100m", **gpu) + cpu_pods("c", "g3", 6, cpu="100m", **gpu))
+    pods = [pod("gpu-pod", "g1", **gpu), pod("cpu-pod", "g1"),
+            *cpu_pods("b", "g2", 6, cpu="100m", **gpu), *cpu_pods("c", "g3", 6, cpu="100m", **gpu)]
     assert evicted(run(hnu(thresholds={GPU: 25}), nodes, pods)) == ["cpu-pod", "gpu-pod"]
     only = hnu(thresholds={GPU: 25}, evictionModes=["OnlyThresholdingResources"])
     assert evicted(run(only, nodes, pods)) == ["gpu-pod"]
