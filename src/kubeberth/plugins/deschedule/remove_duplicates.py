@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from kubeberth.api.objects import Node
 from kubeberth.plugins.deschedule import args as a
 from kubeberth.plugins.deschedule.framework import EvictError, Handle, PluginSpec, PodView
@@ -23,6 +25,7 @@ from kubeberth.plugins.deschedule.helpers import (
     matches_node_selector,
     namespace_filter,
     no_schedule_or_execute,
+    required_terms,
     tolerates_taints,
 )
 
@@ -104,10 +107,18 @@ class RemoveDuplicates:
         """Upstream ``getTargetNodes``: nodes that some duplicate could run on, counting only
         duplicates that could run on more than one node."""
         targets: set[str] = set()
+        seen: set[bytes] = set()
         for pods in by_node.values():
             for pod in pods:
+                spec = pod.pod.spec
+                # Pods with equal tolerations, node selector and required affinity land alike.
+                placement = msgspec.json.encode([spec.tolerations, spec.node_selector,
+                                                 required_terms(pod.pod)])
+                if placement in seen:
+                    continue
+                seen.add(placement)
                 matching = [n.metadata.name for n in nodes
-                            if tolerates_taints(pod.pod.spec.tolerations, n.spec.taints,
+                            if tolerates_taints(spec.tolerations, n.spec.taints,
                                                 no_schedule_or_execute)
                             and matches_node_selector(pod.pod, n)]
                 if len(matching) > 1:
