@@ -165,3 +165,23 @@ def test_bad_pod_timestamp_is_located(tmp_path: Path, files: tuple[Path, Path]) 
     code, _, err = invoke("-f", str(broken), "--policy", str(policy))
     assert code == 2
     assert f"{broken}:" in err and "status.startTime" in err
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "deschedule-spill"
+
+
+def test_bundled_spill_example() -> None:
+    """The example in docs/descheduler.md: the VK node's pods come back unless too young or
+    held by their PodDisruptionBudget, which also stops the GPU rebalancing afterwards."""
+    code, out, _ = invoke("-f", str(EXAMPLE / "cluster.yaml"), "--policy",
+                          str(EXAMPLE / "policy.yaml"), "-o", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert [e["pod"] for e in data["evictions"]] == ["inference/embed-1", "inference/llm-3"]
+    skipped = {s["pod"]: s["reason"] for s in data["skipped"]}
+    assert list(skipped) == ["inference/llm-4", "inference/llm-5", "inference/llm-1",
+                             "inference/llm-2"]
+    assert "PodDisruptionBudget inference/llm" in skipped["inference/llm-4"]
+    assert "minPodAge" in skipped["inference/llm-5"]
+    assert all(s["plugin"] == "LowNodeUtilization" and "PodDisruptionBudget" in s["reason"]
+               for s in data["skipped"][2:])
