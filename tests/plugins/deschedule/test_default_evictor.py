@@ -12,14 +12,17 @@ from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Namespace, Pod, PriorityClass
 
 TAINTS = "RemovePodsViolatingNodeTaints"
+FAILED = "RemoveFailedPods"
 TAINT = [{"key": "k", "effect": "NoSchedule"}]
 
 
 def evict_all(pods: list[Pod], evictor: dict[str, Any] | None = None,
               **snapshot: Any) -> tuple[list[str], dict[str, str]]:
-    """Run RemovePodsViolatingNodeTaints over pods on a tainted node: every pod is a candidate,
-    so what is left is what the evictor protects."""
-    pol = policy({"deschedule": [TAINTS]}, {"DefaultEvictor": evictor or {}, TAINTS: {}})
+    """Run RemovePodsViolatingNodeTaints (and RemoveFailedPods, for failed pods) over pods on a
+    tainted node: every pod is a candidate, so what is left is what the evictor protects."""
+    pol = policy({"deschedule": [TAINTS, FAILED]},
+                 {"DefaultEvictor": evictor or {}, TAINTS: {},
+                  FAILED: {"minPodLifetimeSeconds": 0}})
     result = run(pol, [node("n1", taints=TAINT), node("n2")], pods, **snapshot)
     return evicted(result), skipped(result)
 

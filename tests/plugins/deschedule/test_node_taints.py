@@ -125,3 +125,12 @@ def test_bad_args_name_the_field(args: dict[str, Any], field: str) -> None:
     assert err.value.field == f"profiles[0].pluginConfig[0].args.{field}"
     assert err.value.source == "policy.yaml"
     assert err.value.line is not None
+
+
+def test_finished_pods_are_not_considered() -> None:
+    """Since descheduler v0.34 the plugin lists only pods that are not Succeeded or Failed."""
+    nodes = [node("n1", taints=[{"key": "k", "effect": "NoSchedule"}]), node("n2")]
+    pods = [pod("done", "n1", phase="Succeeded"), pod("failed", "n1", phase="Failed"),
+            pod("running", "n1")]
+    result = run(taints_policy(), nodes, pods)
+    assert evicted(result) == ["running"] and result.skipped == []

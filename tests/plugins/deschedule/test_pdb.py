@@ -64,8 +64,8 @@ def test_unready_pods_do_not_count_as_healthy() -> None:
 
 def test_finished_and_pending_pods_skip_the_budget() -> None:
     pods = [web("failed", phase="Failed"), web("pending", phase="Pending"), web("w3", "n2")]
-    pol = policy({"deschedule": [TAINTS]},
-                 {"DefaultEvictor": {"evictFailedBarePods": True}, TAINTS: {}})
+    pol = policy({"deschedule": ["RemoveFailedPods", TAINTS]},
+                 {"RemoveFailedPods": {"minPodLifetimeSeconds": 0}, TAINTS: {}})
     result = run(pol, [node("n1", taints=TAINT), node("n2")], pods,
                  pdbs=[pdb("web", WEB, min_available=5)])
     assert evicted(result) == ["failed", "pending"]

@@ -4,8 +4,9 @@ A taint added after a pod was scheduled (``kubectl taint``, or the spill control
 ``vk.node.com/low-gpu-usage`` taint on the virtual-kubelet node) does not move the pod; this plugin
 does. Only NoSchedule taints count, plus PreferNoSchedule with ``includePreferNoSchedule``;
 ``excludedTaints`` ignores taints by ``key`` or ``key=value``; ``includedTaints`` (when given)
-considers only the taints it names. Pods are visited node by node in input order; reaching the
-per-node limit moves on to the next node, reaching the total limit ends the plugin.
+considers only the taints it names. Pods that are not Succeeded or Failed are visited node by
+node; reaching the per-node limit moves on to the next node, reaching the total limit ends the
+plugin.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class RemovePodsViolatingNodeTaints:
         snapshot, evictor = self.handle.snapshot, self.handle.evictor
         for node in nodes:
             name = node.metadata.name
-            for pod in snapshot.all_pods_on_node(name):
+            for pod in snapshot.pods_on_node(name):
                 if not (self.in_namespaces(pod) and self.in_labels(pod)):
                     continue
                 taint = untolerated_taint(pod.pod.spec.tolerations, node.spec.taints,

@@ -22,7 +22,7 @@ from kubeberth.plugins.deschedule.helpers import label_filter, namespace_filter
 NAME = "PodLifeTime"
 POINTS = ("deschedule",)
 ALLOWED_STATES = (
-    "Running", "Pending", "Unknown",
+    "Running", "Pending", "Succeeded", "Failed", "Unknown",
     "NodeAffinity", "NodeLost", "Shutdown", "UnexpectedAdmissionError",
     "PodInitializing", "ContainerCreating",
     "ImagePullBackOff", "CrashLoopBackOff", "CreateContainerConfigError", "ErrImagePull",
