@@ -9,7 +9,7 @@ valid. Each reader names the field path relative to the plugin's ``args``; the f
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,7 +142,7 @@ def namespaces(raw: Mapping[str, Any], key: str = "namespaces") -> Namespaces:
     return Namespaces(inc, exc)
 
 
-def _prefixed(key: str, read: Any) -> Any:
+def _prefixed(key: str, read: Callable[[], tuple[str, ...] | None]) -> tuple[str, ...] | None:
     try:
         return read()
     except InputError as err:

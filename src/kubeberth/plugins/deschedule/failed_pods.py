@@ -74,7 +74,7 @@ class RemoveFailedPods:
     def _matches(self, pod: PodView) -> bool:
         """Upstream ``validateCanEvict`` for a failed pod."""
         args = self.args
-        age = int(self.handle.snapshot.now - (pod.created or self.handle.snapshot.now))
+        age = int(self.handle.snapshot.now - pod.created)
         if args.min_pod_lifetime_seconds is not None and age < args.min_pod_lifetime_seconds:
             return False
         if any(o.kind in args.exclude_owner_kinds for o in pod.owners):

@@ -41,6 +41,7 @@ from kubeberth.api.quantity import to_milli
 from kubeberth.api.resources import PODS, node_allocatable, pod_requests
 from kubeberth.config.descheduler import (
     DeschedulerPolicy,
+    DeschedulerProfile,
     match_label_requirements,
     parse_label_selector_string,
 )
@@ -83,7 +84,7 @@ class PodView:
     node: str
     priority: int | None
     requests: dict[str, int]
-    created: float | None
+    created: float  # metadata.creationTimestamp; "now" when the manifest has none
     started: float | None
     qos: str
 
@@ -545,7 +546,7 @@ class Descheduler:
         except InputError as err:
             raise policy.locate(err) from None
 
-    def _plan(self, profile: Any) -> _ProfilePlan:
+    def _plan(self, profile: DeschedulerProfile) -> _ProfilePlan:
         path = f"profiles[{profile.index}]"
         args: dict[str, Any] = {}
         for name, raw in profile.plugin_config.items():

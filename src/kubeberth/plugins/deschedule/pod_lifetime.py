@@ -85,11 +85,10 @@ class PodLifeTime:
         old: list[tuple[PodView, int]] = []
         for node in nodes:
             for pod in snapshot.all_pods_on_node(node.metadata.name):
-                age = int(snapshot.now - (pod.created if pod.created is not None
-                                          else snapshot.now))
+                age = int(snapshot.now - pod.created)
                 if self.in_scope(pod) and age > limit and self._in_state(pod):
                     old.append((pod, age))
-        old.sort(key=lambda item: item[0].created or 0.0)
+        old.sort(key=lambda item: item[0].created)
         for pod, age in old:
             reason = f"pod is {age}s old, more than maxPodLifeTimeSeconds ({limit})"
             err = evictor.evict_checked(pod, NAME, reason)
