@@ -80,7 +80,6 @@ class PodView:
 
     pod: Pod
     key: str
-    index: int
     node: str
     priority: int | None
     requests: dict[str, int]
@@ -173,14 +172,14 @@ def _priority(pod: Pod, classes: Mapping[str, PriorityClass]) -> int | None:
     return None
 
 
-def make_pod_view(pod: Pod, index: int, now: float,
+def make_pod_view(pod: Pod, now: float,
                   classes: Mapping[str, PriorityClass]) -> PodView:
     meta = pod.metadata
     created = parse_time(meta.creation_timestamp, "metadata.creationTimestamp") \
         if meta.creation_timestamp else now
     started = parse_time(pod.status.start_time, "status.startTime") \
         if pod.status.start_time else None
-    return PodView(pod=pod, key=pod.key, index=index, node=pod.spec.node_name,
+    return PodView(pod=pod, key=pod.key, node=pod.spec.node_name,
                    priority=_priority(pod, classes), requests=pod_requests(pod),
                    created=created, started=started, qos=pod_qos(pod))
 
@@ -199,7 +198,6 @@ class Snapshot:
                  times: Mapping[str, tuple[float, float | None]] | None = None) -> None:
         self.now = now
         self.nodes: list[Node] = list(nodes)
-        self.node_by_name: dict[str, Node] = {n.metadata.name: n for n in self.nodes}
         self.priority_classes = {pc.metadata.name: pc for pc in priority_classes}
         self.namespaces = {ns.metadata.name: ns for ns in namespaces}
         self.pdbs: list[PodDisruptionBudget] = list(pdbs)
@@ -207,9 +205,9 @@ class Snapshot:
         self.owner_replicas: dict[tuple[str, str, str], int] = dict(owner_replicas or {})
         self.pods: list[PodView] = []
         self._by_node: dict[str, list[PodView]] = {}
-        for i, pod in enumerate(pods):
+        for pod in pods:
             try:
-                pv = make_pod_view(pod, i, now, self.priority_classes)
+                pv = make_pod_view(pod, now, self.priority_classes)
             except InputError as err:
                 raise (locate(pod, err) if locate else err) from None
             if times is not None and pv.key in times:
@@ -422,14 +420,6 @@ class DisruptionChecker(Protocol):
 FilterFunc = Callable[[PodView], str | None]
 
 
-class EvictorPlugin(Protocol):
-    def filter(self, pod: PodView) -> str | None:
-        """None when the pod may be evicted, else why it may not."""
-
-    def pre_eviction_filter(self, pod: PodView) -> str | None:
-        """The checks made right before evicting (nodeFit, namespace labels)."""
-
-
 class DeschedulePlugin(Protocol):
     def deschedule(self, nodes: list[Node]) -> None: ...
 
@@ -490,9 +480,6 @@ class Evictor:
     def refuse(self, pod: PodView, plugin: str, reason: str, why: str) -> None:
         self.pod_evictor.refuse(pod, plugin, reason, why, self.profile)
 
-    def node_evicted(self, node: str) -> int:
-        return self.pod_evictor.node_count.get(node, 0)
-
 
 @dataclass(slots=True)
 class Handle:
@@ -523,7 +510,6 @@ class PassResult:
 @dataclass(slots=True)
 class _ProfilePlan:
     name: str
-    index: int
     # (plugin spec, parsed args) in the order the plugins are enabled at each point.
     deschedule: list[tuple[PluginSpec, Any]]
     balance: list[tuple[PluginSpec, Any]]
@@ -579,7 +565,7 @@ class Descheduler:
                                      f"{profile.name!r}")
                 chosen.append((spec, args[name]))
             points[point] = chosen
-        return _ProfilePlan(profile.name, profile.index, points["deschedule"], points["balance"],
+        return _ProfilePlan(profile.name, points["deschedule"], points["balance"],
                             points["filter"], points["preEvictionFilter"])
 
     def ready_nodes(self, snapshot: Snapshot) -> list[Node]:
