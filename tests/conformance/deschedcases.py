@@ -15,6 +15,14 @@ import yaml
 
 NOW = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 NOW_TEXT = "2024-01-01T00:00:00Z"
+# The case fields pod_manifest and node_manifest translate.
+POD_KEYS = frozenset({
+    "name", "namespace", "node", "requests", "containers", "labels", "annotations", "priority",
+    "tolerations", "node_selector", "volumes", "topology_spread_constraints", "phase",
+    "qos_class", "owner_references", "deletion_timestamp_set", "creation_time_s",
+    "required_node_affinity", "required_pod_anti_affinity", "container_statuses",
+    "init_container_statuses"})
+NODE_KEYS = frozenset({"name", "allocatable", "labels", "taints", "unschedulable"})
 
 
 def _time(offset_s: float) -> str:

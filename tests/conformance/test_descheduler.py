@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from tests.conformance.casefiles import load_cases
-from tests.conformance.deschedcases import NOW_TEXT, write_case
+from tests.conformance.deschedcases import NODE_KEYS, NOW_TEXT, POD_KEYS, write_case
 from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
@@ -53,3 +53,12 @@ def test_case(case: dict[str, Any], tmp_path: Path) -> None:
     descheduler = build_descheduler(load_descheduler_policy(policy))
     snapshot = Snapshot.from_manifests(load_manifests(manifests), parse_time(NOW_TEXT))
     _check(case, descheduler.run_pass(snapshot, min_ready_nodes=0).to_json()["evictions"])
+
+
+@pytest.mark.skipif(not CASES, reason="../shared/conformance/descheduler is not available")
+def test_every_case_field_is_translated() -> None:
+    """A field the converter does not know would be dropped silently; fail instead."""
+    pod_keys = {k for c in CASES for p in c["pods"] for k in p}
+    node_keys = {k for c in CASES for n in c["nodes"] for k in n}
+    assert pod_keys <= POD_KEYS, pod_keys - POD_KEYS
+    assert node_keys <= NODE_KEYS, node_keys - NODE_KEYS
