@@ -193,3 +193,28 @@ def test_parse_time_rejects_garbage() -> None:
     with pytest.raises(InputError) as err:
         parse_time("noon", "status.startTime")
     assert err.value.field == "status.startTime"
+
+
+def test_replica_set_of_a_deployment_scales_with_the_deployment(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text("""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec: {replicas: 6}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: web-5d8f
+  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: web, controller: true}]
+spec: {replicas: 2}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: lone}
+spec: {replicas: 2}
+""")
+    assert owner_replicas(load_manifests(path)) == {
+        ("Deployment", "default", "web"): 6, ("ReplicaSet", "default", "web-5d8f"): 6,
+        ("ReplicaSet", "default", "lone"): 2}

@@ -283,18 +283,27 @@ class Snapshot:
 
 
 def owner_replicas(m: Manifests) -> dict[tuple[str, str, str], int]:
-    """``spec.replicas`` (default 1; a Job's ``parallelism``) of the workloads in the manifests."""
+    """``spec.replicas`` (default 1; a Job's ``parallelism``) of the workloads in the manifests.
+    A ReplicaSet controlled by a Deployment in the manifests takes the Deployment's replicas, as
+    the disruption controller scales by the Deployment."""
     out: dict[tuple[str, str, str], int] = {}
+    controlled_by: dict[tuple[str, str, str], tuple[str, str, str]] = {}
     for doc in m.of_kind(*_OWNER_KINDS):
         meta = doc.data.get("metadata") or {}
         spec = doc.data.get("spec") or {}
         if not isinstance(meta, dict) or not isinstance(spec, dict):
             continue
-        key = "parallelism" if doc.kind == "Job" else "replicas"
-        replicas = spec.get(key, 1)
+        ns = str(meta.get("namespace") or "default")
+        key = (doc.kind, ns, str(meta.get("name")))
+        replicas = spec.get("parallelism" if doc.kind == "Job" else "replicas", 1)
         if isinstance(replicas, int) and not isinstance(replicas, bool):
-            out[(doc.kind, str(meta.get("namespace") or "default"), str(meta.get("name")))] = \
-                replicas
+            out[key] = replicas
+        for ref in meta.get("ownerReferences") or []:
+            if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == "Deployment":
+                controlled_by[key] = ("Deployment", ns, str(ref.get("name")))
+    for rs, deployment in controlled_by.items():
+        if deployment in out:
+            out[rs] = out[deployment]
     return out
 
 
