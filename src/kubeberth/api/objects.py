@@ -164,6 +164,8 @@ class PodSpec(_K8s):
     scheduling_gates: list[PodSchedulingGate] = []
     restart_policy: str = "Always"
     termination_grace_period_seconds: int | None = None
+    volumes: list[Volume] = []
+    resource_claims: list[PodResourceClaim] = []
 
 
 class PodCondition(_K8s):
@@ -178,6 +180,10 @@ class PodStatus(_K8s):
     nominated_node_name: str = ""
     start_time: str | None = None
     conditions: list[PodCondition] = []
+    reason: str = ""
+    qos_class: str = ""
+    container_statuses: list[ContainerStatus] = []
+    init_container_statuses: list[ContainerStatus] = []
 
 
 class Pod(_K8s):
@@ -256,6 +262,7 @@ class PodDisruptionBudgetSpec(_K8s):
     min_available: int | str | None = None
     max_unavailable: int | str | None = None
     selector: LabelSelector | None = None
+    unhealthy_pod_eviction_policy: str | None = None
 
 
 class PodDisruptionBudgetStatus(_K8s):
@@ -274,6 +281,52 @@ class PodDisruptionBudget(_K8s):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: PodDisruptionBudgetSpec = msgspec.field(default_factory=PodDisruptionBudgetSpec)
     status: PodDisruptionBudgetStatus = msgspec.field(default_factory=PodDisruptionBudgetStatus)
+
+
+# ---- volumes, resource claims and container statuses (read by the descheduler) -------------
+class PersistentVolumeClaimVolumeSource(_K8s):
+    claim_name: str = ""
+    read_only: bool = False
+
+
+class Volume(_K8s):
+    """A pod volume; only the source kinds that decide evictability are typed."""
+
+    name: str = ""
+    host_path: dict[str, Any] | None = None
+    empty_dir: dict[str, Any] | None = None
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: dict[str, Any] | None = None
+
+
+class PodResourceClaim(_K8s):
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class ContainerStateWaiting(_K8s):
+    reason: str = ""
+    message: str = ""
+
+
+class ContainerStateTerminated(_K8s):
+    exit_code: int = 0
+    reason: str = ""
+    message: str = ""
+
+
+class ContainerState(_K8s):
+    waiting: ContainerStateWaiting | None = None
+    running: dict[str, Any] | None = None
+    terminated: ContainerStateTerminated | None = None
+
+
+class ContainerStatus(_K8s):
+    name: str = ""
+    restart_count: int = 0
+    ready: bool = False
+    state: ContainerState = msgspec.field(default_factory=ContainerState)
 
 
 def to_dict(obj: msgspec.Struct) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The ``kubeberth`` command: simulate, explain, plugins.
+"""The ``kubeberth`` command: simulate, explain, deschedule, plugins.
 
 Every command turns bad input into one paragraph on stderr (file, line or field, what was
 expected) and exit code 2, never a traceback; the layers below raise InputError and this module
@@ -21,6 +21,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kubeberth import __version__
 from kubeberth.api.errors import InputError
+from kubeberth.cli.deschedule import deschedule
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.config.types import SchedulerConfiguration
@@ -152,6 +153,9 @@ def list_plugins(plugin: PluginOpt = None) -> None:
     with _user_errors():
         registry = _registry(plugin)
         console.print(plugin_table(registry))
+
+
+app.command("deschedule")(deschedule)
 
 
 @app.command()

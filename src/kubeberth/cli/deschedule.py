@@ -1,0 +1,95 @@
+"""``kubeberth deschedule``: one descheduling pass over manifests, printed, never applied.
+
+The JSON output is a public contract (docs/descheduler.md): ``{"evictions": [...],
+"skipped": [...]}``, each entry ``{"pod": "ns/name", "node", "plugin", "reason"}``, evictions in
+the order the descheduler would issue them. "Now" is ``--now`` (an RFC 3339 time, or ``now`` for
+the wall clock); by default it is the latest timestamp in the manifests, so the same files always
+give the same answer.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kubeberth.api.errors import InputError
+from kubeberth.config.descheduler import load_descheduler_policy
+from kubeberth.config.manifests import load_manifests
+from kubeberth.plugins.deschedule import build_descheduler
+from kubeberth.plugins.deschedule.framework import (
+    Decision,
+    PassResult,
+    Snapshot,
+    default_now,
+    format_time,
+    parse_time,
+)
+
+
+class Output(StrEnum):
+    json = "json"
+    table = "table"
+
+
+def deschedule(
+    filename: Annotated[list[Path], typer.Option(
+        "--filename", "-f", help="Manifests: nodes, pods (bound with spec.nodeName), "
+                                 "PodDisruptionBudgets, workloads; files, directories or - "
+                                 "(repeatable).")],
+    policy: Annotated[Path, typer.Option(
+        "--policy", help="DeschedulerPolicy (descheduler/v1alpha2).")],
+    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
+    now: Annotated[str | None, typer.Option(
+        "--now", help="The pass's clock: an RFC 3339 time such as 2024-05-01T12:00:00Z, or "
+                      "'now' for the wall clock (default: the latest timestamp in the "
+                      "manifests).")] = None,
+) -> None:
+    """Print one descheduling pass's evictions (pod, node, plugin, reason) without applying them."""
+    err_console = Console(stderr=True)
+    try:
+        pol = load_descheduler_policy(policy)
+        descheduler = build_descheduler(pol)
+        manifests = load_manifests(filename)
+        if now is None:
+            clock = default_now(manifests)
+        elif now == "now":
+            clock = time.time()
+        else:
+            try:
+                clock = parse_time(now, "--now")
+            except InputError as err:
+                raise InputError(err.message, field="--now", expected=err.expected) from None
+        result = descheduler.run_pass(Snapshot.from_manifests(manifests, clock))
+    except InputError as err:
+        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    if result.cycle_skipped:
+        err_console.print(f"descheduling cycle skipped: {result.cycle_skipped}", highlight=False)
+    if output == Output.json:
+        sys.stdout.write(result.dumps() + "\n")
+    else:
+        render(Console(), result, clock)
+
+
+def render(console: Console, result: PassResult, clock: float) -> None:
+    console.print(f"descheduling pass at {format_time(clock)} over {result.nodes} node(s): "
+                  f"{len(result.evictions)} eviction(s), {len(result.skipped)} skipped")
+    for title, rows in (("evictions", result.evictions), ("skipped", result.skipped)):
+        if rows:
+            console.print(_table(title, rows))
+
+
+def _table(title: str, rows: list[Decision]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("#", "pod", "node", "plugin", "reason"):
+        table.add_column(col, overflow="fold")
+    for i, d in enumerate(rows, 1):
+        table.add_row(str(i), d.pod, d.node, d.plugin, d.reason)
+    return table
