@@ -21,6 +21,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kubeberth import __version__
 from kubeberth.api.errors import InputError
+from kubeberth.cli.admit import admit_command
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.config.types import SchedulerConfiguration
@@ -152,6 +153,9 @@ def list_plugins(plugin: PluginOpt = None) -> None:
     with _user_errors():
         registry = _registry(plugin)
         console.print(plugin_table(registry))
+
+
+app.command("admit")(admit_command)
 
 
 @app.command()
