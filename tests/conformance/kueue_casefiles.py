@@ -113,6 +113,8 @@ def _podsets(podsets: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                 "template": {"spec": spec}}
         if "min_count" in ps:
             item["minCount"] = ps["min_count"]
+        if ps.get("podset_group"):
+            item["topologyRequest"] = {"podSetGroupName": ps["podset_group"]}
         out.append(item)
     return out
 

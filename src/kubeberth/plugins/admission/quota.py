@@ -152,7 +152,8 @@ class ClusterQueueSnapshot(QuotaNode):
         return self.spec.resource_groups
 
     def rg_by_resource(self, resource: str) -> ResourceGroup | None:
-        for rg in self.spec.resource_groups:
+        # Kueue indexes groups by resource in a map; a later group covering it wins.
+        for rg in reversed(self.spec.resource_groups):
             if resource in rg.covered_resources:
                 return rg
         return None
