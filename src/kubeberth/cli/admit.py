@@ -53,11 +53,18 @@ def default_now(objs: KueueObjects) -> float:
     return max(stamps)
 
 
+def _signature(state: AdmissionState) -> tuple[object, ...]:
+    return (tuple(sorted(state.admitted)), tuple(sorted(state.evicting)),
+            tuple((e.key, active) for e, active in state.queues.pending()))
+
+
 def admit(objs: KueueObjects, now: float, cycles: int | None) -> AdmitRun:
-    """Cycles until one changes nothing (no admission, no preemption), or ``cycles`` ran."""
+    """Cycles until one changes nothing (no admission, no preemption, no workload moved between
+    a queue's active and parked sets), or ``cycles`` ran."""
     run = AdmitRun(AdmissionState.from_objects(objs))
     limit = MAX_CYCLES if cycles is None else cycles
     while run.cycles < limit:
+        before = _signature(run.state)
         result = run_cycle(run.state, now)
         run.cycles += 1
         run.state = result.state
@@ -68,10 +75,10 @@ def admit(objs: KueueObjects, now: float, cycles: int | None) -> AdmitRun:
         for p in result.preempted:
             run.preempted.append({"workload": p.workload, "by": p.by, "reason": p.reason})
             run.victims[p.workload] = run.state.evicting[p.workload]
-        if not result.admitted and not result.preempted:
-            break
         if result.preempted and run.cycles < limit:
             run.state = finish_evictions(run.state, sorted(run.state.evicting), now)
+        if _signature(run.state) == before:
+            break
     return run
 
 

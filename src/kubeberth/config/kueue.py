@@ -587,10 +587,9 @@ def _workload(doc: Document, objs: KueueObjects, pcs: dict[str, int]) -> Workloa
             raise doc.error(f"count {count} is negative", field=f"{pf}.count",
                             expected="a count of 0 or more")
         min_count = _int(pm.get("minCount"), f"{pf}.minCount")
-        if min_count is not None:
-            if not 0 <= min_count <= count:
-                raise doc.error(f"minCount {min_count} is outside 0..count ({count})",
-                                field=f"{pf}.minCount", expected="0 <= minCount <= count")
+        if min_count is not None and not 0 <= min_count <= count:
+            raise doc.error(f"minCount {min_count} is outside 0..count ({count})",
+                            field=f"{pf}.minCount", expected="0 <= minCount <= count")
         template = _map(pm.get("template"), f"{pf}.template")
         pspec = _pod_spec(template.get("spec"), f"{pf}.template.spec")
         topology = _map(pm.get("topologyRequest"), f"{pf}.topologyRequest")

@@ -34,7 +34,9 @@ from kubeberth.plugins.admission.flavor_assigner import (
 from kubeberth.plugins.admission.preemption import Preemptor, Target
 from kubeberth.plugins.admission.queue import Entry, QueueManager
 from kubeberth.plugins.admission.quota import (
+    DRS,
     ClusterQueueSnapshot,
+    CohortSnapshot,
     Snapshot,
     Usage,
     WorkloadInfo,
@@ -203,7 +205,8 @@ def _fits_after(snap: Snapshot, cq: ClusterQueueSnapshot, usage: Usage,
             snap.add_workload(info)
 
 
-def _entry_order(n: _Nominee, fair: bool) -> tuple[object, ...]:
+def _entry_order(n: _Nominee) -> tuple[object, ...]:
+    """Classical order: not borrowing first, then higher priority, then older."""
     assert n.assignment is not None
     return (n.assignment.borrowing, -n.entry.wl.priority, n.entry.wl.creation_time, n.entry.key)
 
@@ -255,12 +258,15 @@ def run_cycle(state: AdmissionState, now: float) -> CycleResult:
             continue
         n.reason = REASON_INADMISSIBLE
         inadmissible.append(n)
-    entries.sort(key=lambda n: _entry_order(n, snap.fair_sharing))
-    if snap.fair_sharing:
-        entries = _fair_order(entries)
     removed: dict[str, WorkloadInfo] = {}
-    for n in entries:
-        _process(nxt, snap, n, removed, admitted, preempted, now)
+    if snap.fair_sharing:
+        waiting = {n.entry.cluster_queue: n for n in entries}
+        while waiting:
+            _process(nxt, snap, _fair_pop(snap, waiting), removed, admitted, preempted, now)
+    else:
+        entries.sort(key=_entry_order)
+        for n in entries:
+            _process(nxt, snap, n, removed, admitted, preempted, now)
     for n in entries:
         if n.status == "assumed":
             continue
@@ -272,22 +278,60 @@ def run_cycle(state: AdmissionState, now: float) -> CycleResult:
     return CycleResult(admitted, preempted, not_admitted, nxt)
 
 
-def _fair_order(entries: list[_Nominee]) -> list[_Nominee]:
-    """Fair sharing: lowest dominant resource share (with the entry's usage) first; ties keep
-    the classical order."""
-    import functools
+def _fair_pop(snap: Snapshot, waiting: dict[str, _Nominee]) -> _Nominee:
+    """The fair sharing iterator: a tournament in the cohort tree where, at every cohort, the
+    child whose dominant resource share would be lowest after admitting its nominee wins
+    (then higher priority, then older). Shares are computed at each pop, on the snapshot as
+    earlier entries of the cycle left it."""
+    cq = snap.cluster_queues[min(waiting)]
+    if cq.parent is None:
+        return waiting.pop(cq.name)
+    root = cq.root()
+    assert isinstance(root, CohortSnapshot)
+    shares: dict[tuple[str, str], DRS] = {}
+    for member in snap.subtree_cluster_queues(root):
+        n = waiting.get(member.name)
+        if n is None or n.assignment is None:
+            continue
+        member.add_usage(n.assignment.usage)
+        share = member.dominant_resource_share()
+        for ancestor in member.path_parent_to_root():
+            shares[(ancestor.name, n.entry.key)] = share
+            share = ancestor.dominant_resource_share()
+        member.remove_usage(n.assignment.usage)
+    winner = _tournament(root, waiting, shares)
+    assert winner is not None
+    return waiting.pop(winner.entry.cluster_queue)
 
-    def share(n: _Nominee) -> object:
-        assert n.cq is not None and n.assignment is not None
-        return n.cq.dominant_resource_share(n.assignment.usage)
 
-    keyed = [(share(n), i, n) for i, n in enumerate(entries)]
+def _tournament(cohort: CohortSnapshot, waiting: dict[str, _Nominee],
+                shares: dict[tuple[str, str], DRS]) -> _Nominee | None:
+    candidates: list[_Nominee] = []
+    for child in sorted(cohort.children_cohorts, key=lambda c: c.name):
+        best_child = _tournament(child, waiting, shares)
+        if best_child is not None:
+            candidates.append(best_child)
+    candidates.extend(waiting[c.name] for c in sorted(cohort.children_cqs, key=lambda c: c.name)
+                      if c.name in waiting)
+    if not candidates:
+        return None
+    best = candidates[0]
+    for current in candidates[1:]:
+        if _fair_less(current, best, cohort.name, shares):
+            best = current
+    return best
 
-    def cmp(a: tuple[object, int, _Nominee], b: tuple[object, int, _Nominee]) -> int:
-        c = compare_drs(a[0], b[0])  # type: ignore[arg-type]
-        return c if c else a[1] - b[1]
 
-    return [n for _, _, n in sorted(keyed, key=functools.cmp_to_key(cmp))]
+def _fair_less(a: _Nominee, b: _Nominee, cohort: str,
+               shares: dict[tuple[str, str], DRS]) -> bool:
+    zero = DRS(1.0, 0.0, "")
+    c = compare_drs(shares.get((cohort, a.entry.key), zero),
+                    shares.get((cohort, b.entry.key), zero))
+    if c:
+        return c < 0
+    if a.entry.wl.priority != b.entry.wl.priority:
+        return a.entry.wl.priority > b.entry.wl.priority
+    return a.entry.wl.creation_time < b.entry.wl.creation_time
 
 
 def _process(state: AdmissionState, snap: Snapshot, n: _Nominee,
