@@ -106,6 +106,8 @@ def contract(run: AdmitRun) -> dict[str, Any]:
     for entry, active in state.queues.pending():
         reason, _ = run.reasons.get(entry.key, (entry.reason or "Pending", entry.message))
         st = "Pending" if active else "Inadmissible"
+        if entry.cluster_queue in state.inactive:
+            st, reason = "Inadmissible", "Inadmissible"
         if entry.key in run.victims:
             st, reason = "Preempted", run.victims[entry.key].reason
         rows[entry.key] = _row(entry.key, entry.cluster_queue, st, reason, {})
@@ -117,6 +119,9 @@ def contract(run: AdmitRun) -> dict[str, Any]:
 def messages(run: AdmitRun) -> dict[str, str]:
     """Human-readable detail per workload, for the table."""
     out = {k: m for k, (_, m) in run.reasons.items()}
+    for entry, _active in run.state.queues.pending():
+        if entry.cluster_queue in run.state.inactive:
+            out[entry.key] = run.state.inactive[entry.cluster_queue]
     for key, (_wl, _reason, message) in run.state.queues.unqueued.items():
         out[key] = message
     return out

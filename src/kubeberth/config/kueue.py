@@ -181,14 +181,25 @@ class Workload:
     requeue_count: int = 0
     requeue_at: float | None = None
     pods_ready: bool = False
+    # Set when evicted for not reaching PodsReady in time and requeuingStrategy.timestamp is
+    # Eviction: the queue then orders the workload by this time instead of its creation.
+    pods_ready_evicted_at: float | None = None
     # Where the Workload comes from: "Workload", "Job", "Pod" or "PodGroup".
     source: str = "Workload"
-    # Pods owned by this workload (plain pods and pod groups), gated until admission.
-    pods: list[str] = field(default_factory=list)
+    # Pods owned by this workload (plain pods and pod groups) -> their podSet; gated until
+    # admission.
+    pods: dict[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def queue_time(self) -> float:
+        """GetQueueOrderTimestamp: the time FIFO ordering uses."""
+        if self.pods_ready_evicted_at is not None:
+            return self.pods_ready_evicted_at
+        return self.creation_time
 
 
 @dataclass(slots=True, frozen=True)
@@ -741,7 +752,7 @@ def _pod_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int]
         wl = Workload(namespace=pod.metadata.namespace, name=f"pod-{pod.metadata.name}",
                       queue_name=labels[QUEUE_LABEL],
                       podsets=[PodSet("main", 1, dict(pod_requests(pod)), None, pod.spec)],
-                      uid=pod.metadata.uid, source="Pod", pods=[pod.key])
+                      uid=pod.metadata.uid, source="Pod", pods={pod.key: "main"})
         if pod.metadata.creation_timestamp:
             wl.creation_time = parse_time(pod.metadata.creation_timestamp,
                                           "metadata.creationTimestamp")
@@ -767,8 +778,11 @@ def _pod_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int]
                              f"{total}", f"metadata.annotations.{POD_GROUP_TOTAL_ANNOTATION}",
                              "a total count at least the number of pods in the group")
         roles: dict[str, list[Pod]] = {}
+        owned: dict[str, str] = {}
         for pod in pods:
-            roles.setdefault(_signature(pod), []).append(pod)
+            sig = _signature(pod)
+            roles.setdefault(sig, []).append(pod)
+            owned[pod.key] = sig
         podsets = []
         for sig, members in sorted(roles.items()):
             podsets.append(PodSet(sig, len(members), dict(pod_requests(members[0])), None,
@@ -777,7 +791,7 @@ def _pod_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int]
         podsets[0].count += total - len(pods)
         wl = Workload(namespace=ns, name=group, queue_name=first.metadata.labels[QUEUE_LABEL],
                       podsets=podsets, uid=first.metadata.uid, source="PodGroup",
-                      pods=[p.key for p in pods])
+                      pods=owned)
         stamps = [parse_time(p.metadata.creation_timestamp, "metadata.creationTimestamp")
                   for p in pods if p.metadata.creation_timestamp]
         if stamps:

@@ -13,7 +13,8 @@ from kubeberth.plugins.admission.scheduler import (
     CycleResult,
     finish_evictions,
     finish_workloads,
-    pods_ready_backoff,
+    mark_pods_ready,
+    pods_ready_timeout,
     run_cycle,
 )
 
@@ -24,6 +25,7 @@ __all__ = [
     "finish_evictions",
     "finish_workloads",
     "gated_pod",
-    "pods_ready_backoff",
+    "mark_pods_ready",
+    "pods_ready_timeout",
     "run_cycle",
 ]

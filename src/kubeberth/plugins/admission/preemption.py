@@ -360,7 +360,7 @@ def _priority_too_high(policy: str, preemptor: Workload, candidate: Workload, in
     if policy == "LowerPriority":
         return not lower
     if policy == "LowerOrNewerEqualPriority":
-        newer_equal = incoming == cand and preemptor.creation_time < candidate.creation_time
+        newer_equal = incoming == cand and preemptor.queue_time < candidate.queue_time
         return not (lower or newer_equal)
     return policy != "Any"
 

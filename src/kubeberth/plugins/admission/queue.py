@@ -36,7 +36,7 @@ class Entry:
 
 
 def order_key(e: Entry) -> tuple[int, float, str]:
-    return (-e.wl.priority, e.wl.creation_time, e.key)
+    return (-e.wl.priority, e.wl.queue_time, e.key)
 
 
 @dataclass(slots=True)
@@ -89,10 +89,12 @@ class QueueManager:
         q.active.append(e)
         q.active.sort(key=order_key)
 
-    def heads(self, now: float) -> list[Entry]:
-        """Pop the head of every ClusterQueue whose head may be tried now."""
+    def heads(self, now: float, inactive: frozenset[str] = frozenset()) -> list[Entry]:
+        """Pop the head of every active ClusterQueue whose head may be tried now."""
         out = []
         for name in sorted(self.queues):
+            if name in inactive:
+                continue
             q = self.queues[name]
             for i, e in enumerate(q.active):
                 if e.wl.requeue_at is not None and e.wl.requeue_at > now:

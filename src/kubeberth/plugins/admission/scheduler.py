@@ -60,10 +60,15 @@ class AdmissionState:
     admitted: dict[str, Workload] = field(default_factory=dict)
     queues: QueueManager = field(default_factory=QueueManager)
     evicting: dict[str, Target] = field(default_factory=dict)
+    # Inactive ClusterQueues (missing flavors, stopped) -> the reason; their heads are not popped.
+    inactive: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_objects(cls, objs: KueueObjects) -> AdmissionState:
-        state = cls(objs, queues=QueueManager.build(objs))
+        snap = Snapshot(objs)
+        state = cls(objs, queues=QueueManager.build(objs),
+                    inactive={n: cq.inactive_reason for n, cq in snap.cluster_queues.items()
+                              if not cq.active})
         for wl in sorted(objs.workloads, key=lambda w: w.key):
             if wl.admission is not None:
                 state.admitted[wl.key] = wl
@@ -73,7 +78,7 @@ class AdmissionState:
 
     def clone(self) -> AdmissionState:
         return AdmissionState(self.objs, dict(self.admitted), self.queues.clone(),
-                              dict(self.evicting))
+                              dict(self.evicting), self.inactive)
 
 
 @dataclass(slots=True)
@@ -128,7 +133,8 @@ def build_snapshot(state: AdmissionState) -> Snapshot:
 
 
 def _namespace_labels(objs: KueueObjects, namespace: str) -> dict[str, str]:
-    return objs.namespaces.get(namespace, {})
+    # The API server labels every namespace with its name.
+    return {**objs.namespaces.get(namespace, {}), "kubernetes.io/metadata.name": namespace}
 
 
 def _can_be_partially_admitted(wl: Workload) -> bool:
@@ -208,7 +214,7 @@ def _fits_after(snap: Snapshot, cq: ClusterQueueSnapshot, usage: Usage,
 def _entry_order(n: _Nominee) -> tuple[object, ...]:
     """Classical order: not borrowing first, then higher priority, then older."""
     assert n.assignment is not None
-    return (n.assignment.borrowing, -n.entry.wl.priority, n.entry.wl.creation_time, n.entry.key)
+    return (n.assignment.borrowing, -n.entry.wl.priority, n.entry.wl.queue_time, n.entry.key)
 
 
 def _admission(wl: Workload, cq: str, a: Assignment) -> Admission:
@@ -229,7 +235,7 @@ def run_cycle(state: AdmissionState, now: float) -> CycleResult:
     """One scheduling cycle at time ``now`` (Unix seconds). ``state`` is not modified."""
     nxt = state.clone()
     objs = nxt.objs
-    heads = nxt.queues.heads(now)
+    heads = nxt.queues.heads(now, frozenset(nxt.inactive))
     admitted: list[Admitted] = []
     preempted: list[Preempted] = []
     not_admitted: list[NotAdmitted] = []
@@ -331,7 +337,7 @@ def _fair_less(a: _Nominee, b: _Nominee, cohort: str,
         return c < 0
     if a.entry.wl.priority != b.entry.wl.priority:
         return a.entry.wl.priority > b.entry.wl.priority
-    return a.entry.wl.creation_time < b.entry.wl.creation_time
+    return a.entry.wl.queue_time < b.entry.wl.queue_time
 
 
 def _process(state: AdmissionState, snap: Snapshot, n: _Nominee,
@@ -443,13 +449,48 @@ def finish_workloads(state: AdmissionState, keys: list[str]) -> AdmissionState:
     return nxt
 
 
-def pods_ready_backoff(wl: Workload, cfg: WaitForPodsReady, now: float) -> Workload:
-    """A workload evicted for not reaching PodsReady in time: its next requeue time, doubling
-    from backoffBaseSeconds up to backoffMaxSeconds, or deactivation past backoffLimitCount."""
+def mark_pods_ready(state: AdmissionState, keys: list[str]) -> AdmissionState:
+    """The admitted workloads' pods are all running (the PodsReady condition)."""
+    nxt = state.clone()
+    for key in keys:
+        wl = nxt.admitted.get(key)
+        if wl is not None:
+            nxt.admitted[key] = replace(wl, pods_ready=True)
+    return nxt
+
+
+def backoff_seconds(count: int, cfg: WaitForPodsReady) -> float:
+    """waitForPodsReady requeuing backoff for the ``count``-th requeue: base * 2^(count-1),
+    capped at backoffMaxSeconds (upstream adds a jitter of 0.01%, left out here)."""
     strategy = cfg.requeuing
-    count = wl.requeue_count + 1
-    if strategy.backoff_limit_count is not None and count > strategy.backoff_limit_count:
-        return replace(wl, active=False, admission=None, quota_reserved_time=None, evicted=True)
-    wait = min(strategy.backoff_base_seconds * 2 ** (count - 1), strategy.backoff_max_seconds)
-    return replace(wl, requeue_count=count, requeue_at=now + wait, admission=None,
-                   quota_reserved_time=None, evicted=True)
+    return float(min(strategy.backoff_base_seconds * 2 ** (count - 1),
+                     strategy.backoff_max_seconds))
+
+
+def pods_ready_timeout(state: AdmissionState, keys: list[str], now: float) -> AdmissionState:
+    """Admitted workloads that did not reach PodsReady within waitForPodsReady.timeout: evicted,
+    their quota released, requeued after the backoff, or deactivated past backoffLimitCount."""
+    cfg = state.objs.config.wait_for_pods_ready
+    nxt = state.clone()
+    touched: set[str] = set()
+    for key in keys:
+        wl = nxt.admitted.pop(key, None)
+        if wl is None or wl.admission is None:
+            continue
+        touched.add(wl.admission.cluster_queue)
+        count = wl.requeue_count + 1
+        evicted = replace(wl, admission=None, quota_reserved_time=None, evicted=True,
+                          pods_ready=False, requeue_count=count,
+                          requeue_at=now + backoff_seconds(count, cfg),
+                          pods_ready_evicted_at=now if cfg.requeuing.timestamp == "Eviction"
+                          else None)
+        limit = cfg.requeuing.backoff_limit_count
+        if limit is not None and count > limit:
+            nxt.queues.unqueued[key] = (replace(evicted, active=False), REQUEUING_LIMIT_EXCEEDED,
+                                        "The workload is deactivated: exceeded the maximum "
+                                        "number of re-queuing retries")
+            continue
+        nxt.queues.add(evicted, nxt.objs)
+    for cq in sorted(touched):
+        nxt.queues.requeue_inadmissible(cohort_cluster_queues(nxt, cq))
+    return nxt
