@@ -172,8 +172,9 @@ def admit_command(
     console = Console()
     detail = messages(run)
     table = Table(title=f"Kueue admission after {run.cycles} cycle(s)")
-    for col in ("workload", "clusterQueue", "state", "reason", "flavors", "message"):
-        table.add_column(col)
+    for col in ("workload", "clusterQueue", "state", "reason", "flavors"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("message")
     for row in data["workloads"]:
         flavors = "; ".join(f"{ps}: " + ", ".join(f"{r}={f}" for r, f in fl.items())
                             for ps, fl in row["flavors"].items())
