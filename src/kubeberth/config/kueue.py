@@ -902,14 +902,14 @@ def _duration(value: object, fld: str) -> float:
     return total
 
 
-def _check_cohort_cycles(objs: KueueObjects, manifests: Manifests) -> None:
+def _check_cohort_cycles(objs: KueueObjects, docs: dict[str, Document]) -> None:
     for start in sorted(objs.cohorts):
         seen: list[str] = []
         node = start
         while node and node in objs.cohorts:
             if node in seen:
                 cycle = [*seen[seen.index(node):], node]
-                doc = manifests.origin("Cohort", start)
+                doc = docs.get(start)
                 err = InputError(f"cohorts form a cycle: {' -> '.join(cycle)}",
                                  field="spec.parentName",
                                  expected="a tree of Cohorts (no Cohort is its own ancestor)")
@@ -932,6 +932,7 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
                             expected="an integer priority value")
         objs.priority_classes[_name(doc)] = value
     seen_configs: Document | None = None
+    cohort_docs: dict[str, Document] = {}
     for doc in manifests.other:
         kind = doc.kind
         try:
@@ -947,6 +948,7 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
                 co = _cohort(doc)
                 _unique(objs.cohorts, co.name, doc)
                 objs.cohorts[co.name] = co
+                cohort_docs[co.name] = doc
             elif kind == "LocalQueue":
                 lq = _local_queue(doc)
                 key = f"{lq.namespace}/{lq.name}"
@@ -978,7 +980,7 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
                              f"and a {wl.source})", field="metadata.name",
                              expected="unique Workload names per namespace")
         seen[wl.key] = wl
-    _check_cohort_cycles(objs, manifests)
+    _check_cohort_cycles(objs, cohort_docs)
     return objs
 
 

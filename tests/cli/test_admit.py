@@ -1,0 +1,103 @@
+"""``kubeberth admit``: the JSON contract, the table, --cycles, --now and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from kubeberth.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "kueue" / "admission.yaml"
+STATES = {"Admitted", "QuotaReserved", "Pending", "Inadmissible", "Preempted"}
+REASONS = {"InClusterQueue", "InCohortReclamation", "InCohortReclaimWhileBorrowing",
+           "InCohortFairSharing"}
+
+
+def _invoke(*args: str) -> Any:
+    return CliRunner().invoke(app, ["admit", *args])
+
+
+def test_json_contract_shape() -> None:
+    result = _invoke("-f", str(EXAMPLE), "-o", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data) == {"workloads", "preempted"}
+    for w in data["workloads"]:
+        assert set(w) == {"name", "clusterQueue", "state", "reason", "flavors"}
+        assert w["state"] in STATES
+        assert "/" in w["name"]
+        for per_resource in w["flavors"].values():
+            assert all(isinstance(f, str) for f in per_resource.values())
+    for p in data["preempted"]:
+        assert set(p) == {"workload", "by", "reason"} and p["reason"] in REASONS
+    assert [w["name"] for w in data["workloads"]] == sorted(w["name"] for w in
+                                                             data["workloads"])
+
+
+def test_example_outcome() -> None:
+    data = json.loads(_invoke("-f", str(EXAMPLE), "-o", "json").stdout)
+    rows = {w["name"]: w for w in data["workloads"]}
+    assert rows["team-a/job-a-train"]["state"] == "Admitted"
+    assert rows["team-a/job-a-train"]["flavors"] == {"main": {"cpu": "a100",
+                                                              "nvidia.com/gpu": "a100"}}
+    assert rows["team-b/b-train"]["state"] == "Preempted"
+    assert data["preempted"] == [{"workload": "team-b/b-train", "by": "team-a/job-a-train",
+                                  "reason": "InCohortReclamation"}]
+    assert rows["team-b/pod-b-notebook"]["state"] == "Pending"
+
+
+def test_cycles_one_stops_after_issuing_preemption() -> None:
+    data = json.loads(_invoke("-f", str(EXAMPLE), "-o", "json", "--cycles", "1").stdout)
+    rows = {w["name"]: w for w in data["workloads"]}
+    assert rows["team-a/job-a-train"] == {
+        "name": "team-a/job-a-train", "clusterQueue": "team-a", "state": "Pending",
+        "reason": "WaitingForPreemptedWorkloads", "flavors": {}}
+    # The victim still holds its quota until its eviction is observed.
+    assert rows["team-b/b-train"]["state"] == "Preempted"
+    assert rows["team-b/b-train"]["flavors"] == {"main": {"cpu": "a100",
+                                                          "nvidia.com/gpu": "a100"}}
+
+
+def test_output_is_deterministic() -> None:
+    first = _invoke("-f", str(EXAMPLE), "-o", "json").stdout
+    assert first == _invoke("-f", str(EXAMPLE), "-o", "json").stdout
+
+
+def test_table_output() -> None:
+    result = _invoke("-f", str(EXAMPLE))
+    assert result.exit_code == 0
+    assert "Kueue admission after" in result.stdout
+    assert "Preemptions" in result.stdout
+    assert "InCohortReclamation" in result.stdout
+
+
+def test_now_option(tmp_path: Path) -> None:
+    result = _invoke("-f", str(EXAMPLE), "-o", "json", "--now", "2030-01-01T00:00:00Z")
+    assert result.exit_code == 0
+    bad = _invoke("-f", str(EXAMPLE), "--now", "yesterday")
+    assert bad.exit_code == 2
+    assert "--now" in bad.output and "'yesterday' is not a timestamp" in bad.output
+
+
+def test_bad_input_exits_2_with_location(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\n"
+                    "metadata: {name: cq}\nspec:\n  queueingStrategy: LIFO\n")
+    result = _invoke("-f", str(path))
+    assert result.exit_code == 2
+    assert "bad.yaml:5: field spec.queueingStrategy: unknown value 'LIFO'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_missing_file_exits_2(tmp_path: Path) -> None:
+    result = _invoke("-f", str(tmp_path / "nope.yaml"))
+    assert result.exit_code == 2
+    assert "no such file or directory" in result.output
+
+
+def test_cycles_must_be_positive() -> None:
+    assert _invoke("-f", str(EXAMPLE), "--cycles", "0").exit_code == 2
