@@ -107,14 +107,14 @@ def test_preempts_newest_reservation_first_among_equals(tmp_path: Path) -> None:
     assert victims(data) == [("default/new", "default/in", IN_CLUSTER_QUEUE)]
 
 
-def _cohort(reclaim: str, borrow_within: str = "Never",
-            threshold: int | None = None, lender_nominal: str = "6") -> list[dict[str, Any]]:
+def _cohort(reclaim: str, borrow_within: str = "Never", threshold: int | None = None,
+            lender_nominal: str = "6", borrower_nominal: str = "0") -> list[dict[str, Any]]:
     return [
         flavor("default"),
         cluster_queue("lender", [group([CPU], ("default", [quota(CPU, lender_nominal)]))],
                       cohort="co", within="LowerPriority", reclaim=reclaim,
                       borrow_within=borrow_within, threshold=threshold),
-        cluster_queue("borrower", [group([CPU], ("default", [quota(CPU, "0")]))],
+        cluster_queue("borrower", [group([CPU], ("default", [quota(CPU, borrower_nominal)]))],
                       cohort="co"),
         local_queue("lender"), local_queue("borrower"),
     ]
@@ -151,23 +151,18 @@ def test_borrow_within_cohort_preempts_below_threshold_while_borrowing(tmp_path:
     # lender has 2 nominal and wants 3: it must borrow, which reclaimWithinCohort alone does
     # not allow; borrowWithinCohort LowerPriority with threshold 0 allows preempting priority
     # -1 (below the threshold) but never priority 1.
-    docs = [*_cohort("LowerPriority", "LowerPriority", threshold=0, lender_nominal="2"),
-            cluster_queue("borrower", [group([CPU], ("default", [quota(CPU, "4")]))],
-                          cohort="co"),
+    docs = [*_cohort("LowerPriority", "LowerPriority", threshold=0, lender_nominal="2",
+                     borrower_nominal="4"),
             _admitted("b-low", "borrower", "3", -1), _admitted("b-high", "borrower", "3", 1),
             workload("in", "lender", {CPU: "3"}, priority=2)]
-    docs = [d for i, d in enumerate(docs) if not (i == 2)]  # replace the default borrower
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == [("default/b-low", "default/in", IN_COHORT_RECLAIM_WHILE_BORROWING)]
 
 
 def test_borrow_within_cohort_never_keeps_borrowing_preemptor_out(tmp_path: Path) -> None:
-    docs = [*_cohort("LowerPriority", "Never", lender_nominal="2"),
-            cluster_queue("borrower", [group([CPU], ("default", [quota(CPU, "4")]))],
-                          cohort="co"),
+    docs = [*_cohort("LowerPriority", "Never", lender_nominal="2", borrower_nominal="4"),
             _admitted("b-low", "borrower", "3", -1), _admitted("b-high", "borrower", "3", 1),
             workload("in", "lender", {CPU: "3"}, priority=2)]
-    docs = [d for i, d in enumerate(docs) if not (i == 2)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == []
 

@@ -139,7 +139,8 @@ def test_admission_respects_lending_limit(tmp_path: Path) -> None:
     assert states(data)["default/borrow"] == ("Admitted", "Admitted")
 
 
-@pytest.mark.parametrize(("used", "expected"), [("0", "Admitted"), ("7", "Admitted"), ("8", "Inadmissible")])
+@pytest.mark.parametrize(("used", "expected"), [("0", "Admitted"), ("7", "Admitted"),
+                                                ("8", "Inadmissible")])
 def test_borrowed_quota_is_shared_with_usage(tmp_path: Path, used: str, expected: str) -> None:
     docs = [*_two_queues(("8", None, None), ("2", None, None)),
             workload("b-wl", "b", {GPU: "3"})]
