@@ -94,9 +94,13 @@ def test_parked_workloads_wake_when_quota_is_released(tmp_path: Path) -> None:
 def test_run_cycle_does_not_mutate_its_input(tmp_path: Path) -> None:
     objs = load(tmp_path, _blocked_head("BestEffortFIFO"))
     state = AdmissionState.from_objects(objs)
-    before = (dict(state.admitted), state.queues.pending())
+    def snapshot() -> object:
+        return (dict(state.admitted), [(e.key, e.reason, e.message, dict(e.last_tried), a)
+                                       for e, a in state.queues.pending()])
+
+    before = snapshot()
     run_cycle(state, NOW)
-    assert (dict(state.admitted), state.queues.pending()) == before
+    assert snapshot() == before
 
 
 def test_missing_local_queue_is_inadmissible(tmp_path: Path) -> None:

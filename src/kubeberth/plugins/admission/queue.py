@@ -34,6 +34,10 @@ class Entry:
     def key(self) -> str:
         return self.wl.key
 
+    def copy(self) -> Entry:
+        return Entry(self.wl, self.cluster_queue, dict(self.last_tried), self.reason,
+                     self.message)
+
 
 def order_key(e: Entry) -> tuple[int, float, str]:
     return (-e.wl.priority, e.wl.queue_time, e.key)
@@ -61,8 +65,10 @@ class QueueManager:
         return qm
 
     def clone(self) -> QueueManager:
+        """A copy whose entries can be changed without touching this one."""
         return QueueManager(
-            {n: ClusterQueueQueue(q.name, q.strategy, list(q.active), dict(q.inadmissible))
+            {n: ClusterQueueQueue(q.name, q.strategy, [e.copy() for e in q.active],
+                                  {k: e.copy() for k, e in q.inadmissible.items()})
              for n, q in self.queues.items()},
             dict(self.unqueued))
 
