@@ -48,7 +48,7 @@ POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
 # The zero time.Time of Go (0001-01-01T00:00:00Z) in Unix seconds: "older than everything".
 ZERO_TIME = -62135596800.0
 
-PREEMPTION_POLICIES = ("Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any")
+WITHIN_CQ_POLICIES = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 RECLAIM_POLICIES = ("Never", "LowerPriority", "Any")
 BORROW_POLICIES = ("Never", "LowerPriority")
 QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
@@ -256,10 +256,6 @@ def parse_time(value: object, fld: str) -> float:
     return parsed.timestamp()
 
 
-def format_time(seconds: float) -> str:
-    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 # ---------------------------------------------------------------------------------------------
 # Small typed readers over raw dicts: every error names the field.
 
@@ -441,7 +437,7 @@ def _preemption(raw: object, fld: str) -> Preemption:
     bwc = _map(m.get("borrowWithinCohort"), f"{fld}.borrowWithinCohort")
     p = Preemption(
         within_cluster_queue=_enum(m.get("withinClusterQueue"), f"{fld}.withinClusterQueue",
-                                   PREEMPTION_POLICIES[:3], "Never"),
+                                   WITHIN_CQ_POLICIES, "Never"),
         reclaim_within_cohort=_enum(m.get("reclaimWithinCohort"), f"{fld}.reclaimWithinCohort",
                                     RECLAIM_POLICIES, "Never"),
         borrow_within_cohort=_enum(bwc.get("policy"), f"{fld}.borrowWithinCohort.policy",
