@@ -84,7 +84,7 @@ def test_cluster_queue_v1beta2_defaults(tmp_path: Path) -> None:
 
 def test_cohort_and_flavor(tmp_path: Path) -> None:
     objs = _docs(tmp_path, [
-        {"apiVersion": V1B2, "kind": "Cohort", "metadata": {"name": "child"},
+        {"apiVersion": V1B1, "kind": "Cohort", "metadata": {"name": "child"},
          "spec": {"parentName": "root", "fairSharing": {"weight": "2"}}},
         {"apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "Cohort", "metadata": {"name": "root"},
          "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
