@@ -99,5 +99,19 @@ def test_missing_file_exits_2(tmp_path: Path) -> None:
     assert "no such file or directory" in result.output
 
 
+def test_incomplete_pod_group_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "group.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: driver\n  labels:\n"
+                    "    kueue.x-k8s.io/queue-name: q\n    kueue.x-k8s.io/pod-group-name: spark\n"
+                    "  annotations:\n    kueue.x-k8s.io/pod-group-total-count: '3'\n"
+                    "spec: {containers: [{name: c}]}\n")
+    data = json.loads(_invoke("-f", str(path), "-o", "json").stdout)
+    assert data["workloads"] == [{"name": "default/spark", "clusterQueue": "",
+                                  "state": "Pending", "reason": "WaitingForPods",
+                                  "flavors": {}}]
+    table = CliRunner().invoke(app, ["admit", "-f", str(path)], env={"COLUMNS": "250"}).stdout
+    assert "waiting for 2 more pod(s) of group spark (total count 3)" in table
+
+
 def test_cycles_must_be_positive() -> None:
     assert _invoke("-f", str(EXAMPLE), "--cycles", "0").exit_code == 2

@@ -164,6 +164,27 @@ def test_job_and_pods_become_workloads(tmp_path: Path) -> None:
     assert by_key["default/pod-solo"].pods == {"default/solo": "main"}
 
 
+def _group_pod(name: str, total: str, namespace: str = "default") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": {"kueue.x-k8s.io/queue-name": "q",
+                                    "kueue.x-k8s.io/pod-group-name": "grp"},
+                         "annotations": {"kueue.x-k8s.io/pod-group-total-count": total}},
+            "spec": {"containers": [{"name": "c"}]}}
+
+
+def test_incomplete_pod_group_has_no_workload_yet(tmp_path: Path) -> None:
+    objs = _docs(tmp_path, [_group_pod("g0", "3"), _group_pod("g1", "3")])
+    assert objs.workloads == []
+    assert objs.incomplete_groups == {
+        "default/grp": "waiting for 1 more pod(s) of group grp (total count 3)"}
+
+
+def test_pods_in_system_namespaces_are_not_managed(tmp_path: Path) -> None:
+    objs = _docs(tmp_path, [_group_pod("g0", "1", namespace="kube-system")])
+    assert objs.workloads == [] and objs.incomplete_groups == {}
+
+
 def test_configuration(tmp_path: Path) -> None:
     objs = _docs(tmp_path, [{
         "apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
@@ -221,6 +242,15 @@ BAD = [
      "  annotations:\n    kueue.x-k8s.io/pod-group-total-count: '0'\n"
      "spec: {containers: [{name: c}]}\n",
      "the pod group g has 1 pods but a total count of 0"),
+    ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n"
+     "    kueue.x-k8s.io/queue-name: q\n    kueue.x-k8s.io/pod-group-name: g\n"
+     "  annotations:\n    kueue.x-k8s.io/pod-group-total-count: '2'\n"
+     "spec: {containers: [{name: c}]}\n---\n"
+     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p2\n  labels:\n"
+     "    kueue.x-k8s.io/queue-name: q\n    kueue.x-k8s.io/pod-group-name: g\n"
+     "  annotations:\n    kueue.x-k8s.io/pod-group-total-count: '3'\n"
+     "spec: {containers: [{name: c}]}\n",
+     "the pods of group g disagree on the total count (2, 3)"),
     (f"apiVersion: {V1B2}\nkind: ResourceFlavor\nmetadata: {{name: f}}\nspec:\n  nodeTaints:\n"
      "  - {key: a, effect: Sometimes}\n", "field spec.nodeTaints[0].effect: unknown taint effect"),
 ]

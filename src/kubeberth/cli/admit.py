@@ -113,6 +113,8 @@ def contract(run: AdmitRun) -> dict[str, Any]:
         rows[entry.key] = _row(entry.key, entry.cluster_queue, st, reason, {})
     for key, (_wl, reason, _message) in state.queues.unqueued.items():
         rows[key] = _row(key, "", "Inadmissible", reason, {})
+    for key in state.objs.incomplete_groups:
+        rows[key] = _row(key, "", "Pending", "WaitingForPods", {})
     return {"workloads": [rows[k] for k in sorted(rows)], "preempted": run.preempted}
 
 
@@ -124,6 +126,7 @@ def messages(run: AdmitRun) -> dict[str, str]:
             out[entry.key] = run.state.inactive[entry.cluster_queue]
     for key, (_wl, _reason, message) in run.state.queues.unqueued.items():
         out[key] = message
+    out.update(run.state.objs.incomplete_groups)
     return out
 
 

@@ -42,6 +42,8 @@ POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
 POD_GROUP_TOTAL_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
 JOB_MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
+# The pod integration's default namespace selector leaves these alone.
+UNMANAGED_NAMESPACES = frozenset({"kube-system", "kueue-system"})
 WORKLOAD_PRIORITY_CLASS_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
 POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
 
@@ -239,6 +241,8 @@ class KueueObjects:
     workloads: list[Workload] = field(default_factory=list)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     config: KueueConfiguration = field(default_factory=KueueConfiguration)
+    # Pod groups with fewer pods than their total count: ns/group -> why no Workload yet.
+    incomplete_groups: dict[str, str] = field(default_factory=dict)
 
 
 def parse_time(value: object, fld: str) -> float:
@@ -723,23 +727,33 @@ def _priority_from_labels(wl: Workload, labels: dict[str, Any], pspec: PodSpec,
 
 
 def _signature(pod: Pod) -> str:
+    """The pod's role: a hash of the fields that matter for admission and scheduling (KEP-976:
+    non-Kueue labels, images, requests, node selection, tolerations, priority, spread,
+    overhead)."""
     spec = pod.spec
-    data = {"requests": sorted(pod_requests(pod).items()),
+    data = {"labels": sorted((k, v) for k, v in pod.metadata.labels.items()
+                             if not k.startswith("kueue.x-k8s.io/")),
+            "images": [c.image for c in (*spec.init_containers, *spec.containers)],
+            "requests": sorted(pod_requests(pod).items()),
             "nodeSelector": sorted(spec.node_selector.items()),
             "tolerations": [msgspec.to_builtins(t) for t in spec.tolerations],
-            "affinity": msgspec.to_builtins(spec.affinity) if spec.affinity else None}
+            "affinity": msgspec.to_builtins(spec.affinity) if spec.affinity else None,
+            "priority": [spec.priority, spec.priority_class_name, spec.preemption_policy],
+            "spread": [msgspec.to_builtins(t) for t in spec.topology_spread_constraints],
+            "overhead": sorted(spec.overhead.items())}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:8]
 
 
 def _pod_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int],
                    default_priority: int) -> list[Workload]:
-    """Plain pods (one Workload each) and pod groups (one Workload per group), as Kueue's pod
-    integration builds them."""
+    """Plain pods (one Workload each) and pod groups (one Workload per complete group), as
+    Kueue's pod integration builds them; incomplete groups are recorded, not queued."""
     out: list[Workload] = []
     groups: dict[tuple[str, str], list[Pod]] = {}
     for pod in manifests.pods:
         labels = pod.metadata.labels
-        if QUEUE_LABEL not in labels or pod.spec.node_name:
+        if QUEUE_LABEL not in labels or pod.spec.node_name or \
+                pod.metadata.namespace in UNMANAGED_NAMESPACES:
             continue
         group = labels.get(POD_GROUP_LABEL)
         if group:
@@ -757,22 +771,33 @@ def _pod_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int]
         out.append(wl)
     for (ns, group), pods in sorted(groups.items()):
         first = pods[0]
+        totals = {p.metadata.annotations.get(POD_GROUP_TOTAL_ANNOTATION) for p in pods}
+        fld = f"metadata.annotations.{POD_GROUP_TOTAL_ANNOTATION}"
         raw_total = first.metadata.annotations.get(POD_GROUP_TOTAL_ANNOTATION)
         if raw_total is None:
-            raise _pod_error(manifests, first, "the pod group has no total count",
-                             f"metadata.annotations.{POD_GROUP_TOTAL_ANNOTATION}",
+            raise _pod_error(manifests, first, "the pod group has no total count", fld,
                              "the number of pods in the group, as a string")
+        if len(totals) > 1:
+            raise _pod_error(manifests, first,
+                             f"the pods of group {group} disagree on the total count "
+                             f"({', '.join(sorted(str(t) for t in totals))})", fld,
+                             "the same total count on every pod of the group")
         try:
             total = int(raw_total)
         except ValueError:
-            raise _pod_error(manifests, first, f"{raw_total!r} is not an integer",
-                             f"metadata.annotations.{POD_GROUP_TOTAL_ANNOTATION}",
+            raise _pod_error(manifests, first, f"{raw_total!r} is not an integer", fld,
                              "the number of pods in the group") from None
         if total < len(pods):
             raise _pod_error(manifests, first,
                              f"the pod group {group} has {len(pods)} pods but a total count of "
-                             f"{total}", f"metadata.annotations.{POD_GROUP_TOTAL_ANNOTATION}",
-                             "a total count at least the number of pods in the group")
+                             f"{total}", fld, "a total count at least the number of pods in "
+                             "the group")
+        if total > len(pods):
+            # Kueue builds the Workload only once every pod of the group exists.
+            objs.incomplete_groups[f"{ns}/{group}"] = (
+                f"waiting for {total - len(pods)} more pod(s) of group {group} "
+                f"(total count {total})")
+            continue
         roles: dict[str, list[Pod]] = {}
         owned: dict[str, str] = {}
         for pod in pods:
@@ -783,8 +808,6 @@ def _pod_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int]
         for sig, members in sorted(roles.items()):
             podsets.append(PodSet(sig, len(members), dict(pod_requests(members[0])), None,
                                   members[0].spec))
-        # Pods not created yet count towards the first role, as the group must fit whole.
-        podsets[0].count += total - len(pods)
         wl = Workload(namespace=ns, name=group, queue_name=first.metadata.labels[QUEUE_LABEL],
                       podsets=podsets, uid=first.metadata.uid, source="PodGroup",
                       pods=owned)
