@@ -201,6 +201,17 @@ def test_configuration(tmp_path: Path) -> None:
     assert not cfg.partial_admission
 
 
+def test_configuration_v1beta2_sections_enable(tmp_path: Path) -> None:
+    cfg = _docs(tmp_path, [{"apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                            "kind": "Configuration", "fairSharing": {},
+                            "waitForPodsReady": {"timeout": "10m"}}]).config
+    assert cfg.fair_sharing and cfg.wait_for_pods_ready.enable
+    assert cfg.wait_for_pods_ready.timeout_seconds == 600
+    off = _docs(tmp_path, [{"apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                            "kind": "Configuration"}]).config
+    assert not off.fair_sharing and not off.wait_for_pods_ready.enable
+
+
 def test_defaults_without_configuration(tmp_path: Path) -> None:
     cfg = _docs(tmp_path, []).config
     assert not cfg.fair_sharing and not cfg.wait_for_pods_ready.enable
@@ -233,6 +244,10 @@ BAD = [
     ("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nfairSharing:\n"
      "  preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]\n",
      "field fairSharing.preemptionStrategies: unsupported strategy list"),
+    ("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfairSharing:\n"
+     "  enable: true\n", "field fairSharing.enable: fairSharing.enable is not a v1beta2 field"),
+    ("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nfairSharing:\n"
+     "  enable: 'yes'\n", "field fairSharing.enable: 'yes' is not a boolean"),
     ("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady:\n"
      "  timeout: 5 minutes\n", "field waitForPodsReady.timeout: '5 minutes' is not a duration"),
     ("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nfeatureGates:\n"

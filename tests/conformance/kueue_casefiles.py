@@ -204,7 +204,7 @@ def case_manifests(case: dict[str, Any]) -> list[dict[str, Any]]:
             queue = f"lq-{cq}"
         docs.append(workload_manifest(w, queue))
     fs = setup.get("fair_sharing") or {}
-    config: dict[str, Any] = {"apiVersion": "config.kueue.x-k8s.io/v1beta2",
+    config: dict[str, Any] = {"apiVersion": "config.kueue.x-k8s.io/v1beta1",
                               "kind": "Configuration",
                               "fairSharing": {"enable": bool(fs.get("enabled"))}}
     if fs.get("preemption_strategies"):

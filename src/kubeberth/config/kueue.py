@@ -853,18 +853,12 @@ def _configuration(doc: Document) -> KueueConfiguration:
     timeout = 300.0
     if w.get("timeout") is not None:
         timeout = _duration(w["timeout"], "waitForPodsReady.timeout")
-    enable = w.get("enable")
-    if enable is not None and not isinstance(enable, bool):
-        raise InputError(f"{enable!r} is not a boolean", field="waitForPodsReady.enable",
-                         expected="true or false")
     block = w.get("blockAdmission")
     if block is not None and not isinstance(block, bool):
         raise InputError(f"{block!r} is not a boolean", field="waitForPodsReady.blockAdmission",
                          expected="true or false")
     wfpr = WaitForPodsReady(
-        # v1beta2 drops "enable": the section being present enables it.
-        enable=bool(enable) if enable is not None else bool(w) and doc.api_version.endswith(
-            "v1beta2"),
+        enable=_section_enabled(doc, "waitForPodsReady"),
         timeout_seconds=timeout,
         block_admission=bool(block) if block is not None else False,
         requeuing=RequeuingStrategy(
@@ -879,10 +873,6 @@ def _configuration(doc: Document) -> KueueConfiguration:
                                      "waitForPodsReady.requeuingStrategy.backoffMaxSeconds",
                                      3600) or 3600,
         ))
-    enabled = fs.get("enable")
-    if enabled is not None and not isinstance(enabled, bool):
-        raise InputError(f"{enabled!r} is not a boolean", field="fairSharing.enable",
-                         expected="true or false")
     gates = _map(doc.data.get("featureGates"), "featureGates")
     for gate, val in gates.items():
         if gate not in FEATURE_GATES:
@@ -893,11 +883,27 @@ def _configuration(doc: Document) -> KueueConfiguration:
                              expected="true or false")
     return KueueConfiguration(
         partial_admission=gates.get("PartialAdmission", True) is not False,
-        fair_sharing=bool(enabled) if enabled is not None else bool(fs) and doc.api_version
-        .endswith("v1beta2"),
+        fair_sharing=_section_enabled(doc, "fairSharing"),
         preemption_strategies=strategies or ("LessThanOrEqualToFinalShare",
                                              "LessThanInitialShare"),
         wait_for_pods_ready=wfpr)
+
+
+def _section_enabled(doc: Document, section: str) -> bool:
+    """v1beta1 switches fairSharing and waitForPodsReady with ``enable``; v1beta2 dropped the
+    field: the section being present turns the feature on."""
+    data = _map(doc.data.get(section), section)
+    if doc.api_version.endswith("v1beta2"):
+        if "enable" in data:
+            raise InputError(f"{section}.enable is not a v1beta2 field", field=f"{section}.enable",
+                             expected=f"no enable field: in v1beta2 the {section} section "
+                                      "itself enables the feature (or use v1beta1)")
+        return section in doc.data
+    enable = data.get("enable", False)
+    if not isinstance(enable, bool):
+        raise InputError(f"{enable!r} is not a boolean", field=f"{section}.enable",
+                         expected="true or false")
+    return enable
 
 
 def _duration(value: object, fld: str) -> float:

@@ -149,7 +149,7 @@ def configuration(fair_sharing: bool = False, strategies: list[str] | None = Non
     fs: dict[str, Any] = {"enable": fair_sharing}
     if strategies:
         fs["preemptionStrategies"] = strategies
-    return {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+    return {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
             "fairSharing": fs, **extra}
 
 

@@ -155,3 +155,45 @@ def test_cohort_weight_in_hierarchy(tmp_path: Path) -> None:
     # team borrows 4 of the 12 it could reach; weight 2 halves it.
     assert team.rounded_weighted_share() == math.ceil(4000 * 1000 / 12000 / 2)
     assert snap.cohorts["root"].dominant_resource_share().is_zero()
+
+
+def _strategy_docs(strategies: list[str] | None) -> list[dict[str, Any]]:
+    # b borrows 2 of 9 (share 222); a would borrow 1 after admission (111). Taking b2 leaves
+    # b at its nominal quota (share 0): rule S2-a (preemptor <= target after) refuses, rule
+    # S2-b (preemptor < target before) allows.
+    return [*_queues({}, {"a": "1", "b": "4", "c": "4"}, reclaim="Any"),
+            configuration(fair_sharing=True, strategies=strategies),
+            _used("b1", "b", "3"), _used("b2", "b", "3", created=5), _used("c1", "c", "3"),
+            workload("in", "a", {CPU: "2"}, priority=0)]
+
+
+@pytest.mark.parametrize(("strategies", "expected"), [
+    (None, [("default/b2", "default/in", IN_COHORT_FAIR_SHARING)]),
+    (["LessThanOrEqualToFinalShare"], []),
+    (["LessThanInitialShare"], [("default/b2", "default/in", IN_COHORT_FAIR_SHARING)]),
+    (["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
+     [("default/b2", "default/in", IN_COHORT_FAIR_SHARING)]),
+])
+def test_preemption_strategies(tmp_path: Path, strategies: list[str] | None,
+                               expected: list[tuple[str, str, str]]) -> None:
+    data, _ = run(tmp_path, _strategy_docs(strategies), cycles=1)
+    assert victims(data) == expected
+
+
+def test_fair_sharing_within_own_queue_by_priority(tmp_path: Path) -> None:
+    docs = [*_queues({}, {"a": "2", "b": "2"}, within="LowerPriority"),
+            configuration(fair_sharing=True),
+            _used("low", "a", "2", priority=-1), _used("b-own", "b", "2"),
+            workload("in", "a", {CPU: "2"}, priority=5)]
+    data, _ = run(tmp_path, docs, cycles=1)
+    assert victims(data) == [("default/low", "default/in", "InClusterQueue")]
+
+
+def test_zero_weight_queue_is_preempted_first(tmp_path: Path) -> None:
+    # b and c borrow the same amount; c has weight 0, so its share is infinite.
+    docs = [*_queues({"c": "0"}, {"a": "4", "b": "1", "c": "1"}, reclaim="Any"),
+            configuration(fair_sharing=True),
+            _used("b1", "b", "2"), _used("c1", "c", "2"), _used("a1", "a", "2"),
+            workload("in", "a", {CPU: "2"}, priority=0)]
+    data, _ = run(tmp_path, docs, cycles=1)
+    assert [v[0] for v in victims(data)] == ["default/c1"]
