@@ -69,6 +69,12 @@ def test_cluster_queue_v1beta1(tmp_path: Path) -> None:
         "cpu": ResourceQuota(10_000, 2_000, 4_000), "memory": ResourceQuota(16 * 2**30 * 1000)}
 
 
+def test_namespace_selector_unset_selects_nothing(tmp_path: Path) -> None:
+    objs = _docs(tmp_path, [{"apiVersion": V1B2, "kind": "ClusterQueue",
+                             "metadata": {"name": "cq"}, "spec": {}}])
+    assert objs.cluster_queues["cq"].namespace_selector is None
+
+
 def test_cluster_queue_v1beta2_defaults(tmp_path: Path) -> None:
     objs = _docs(tmp_path, [{"apiVersion": V1B2, "kind": "ClusterQueue",
                              "metadata": {"name": "cq"},
@@ -128,6 +134,23 @@ def test_workload_with_admission_and_priority_class(tmp_path: Path) -> None:
                                                                  "nvidia.com/gpu": 4000}
     assert wl.quota_reserved_time is not None
     assert wl.quota_reserved_time - wl.creation_time == 50
+
+
+def test_workload_v1beta2_priority_class_ref(tmp_path: Path) -> None:
+    podsets = [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]
+    objs = _docs(tmp_path, [
+        {"apiVersion": V1B2, "kind": "WorkloadPriorityClass", "metadata": {"name": "prod"},
+         "value": 70},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+         "metadata": {"name": "gpu"}, "value": 9},
+        {"apiVersion": V1B2, "kind": "Workload", "metadata": {"name": "w"},
+         "spec": {"priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
+                                       "name": "prod"}, "podSets": podsets}},
+        {"apiVersion": V1B2, "kind": "Workload", "metadata": {"name": "p"},
+         "spec": {"priorityClassRef": {"group": "scheduling.k8s.io", "kind": "PriorityClass",
+                                       "name": "gpu"}, "podSets": podsets}}])
+    assert {w.name: (w.priority, w.priority_class) for w in objs.workloads} == {
+        "w": (70, "prod"), "p": (9, "gpu")}
 
 
 def test_job_and_pods_become_workloads(tmp_path: Path) -> None:
@@ -226,6 +249,9 @@ BAD = [
      "field spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"),
     (CQ_V1B1.replace("lendingLimit: 4", "lendingLimit: 40"),
      "lendingLimit is larger than nominalQuota"),
+    (CQ_V1B1.replace("  cohort: team\n", ""),
+     "field spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit: borrowingLimit is "
+     "set for cpu but the ClusterQueue has no cohort"),
     (CQ_V1B1.replace("- {name: memory, nominalQuota: 16Gi}", ""),
      "field spec.resourceGroups[0].flavors[0].resources: the flavor lists resources ['cpu']"),
     (CQ_V1B1.replace("withinClusterQueue: LowerPriority", "withinClusterQueue: Always"),
@@ -240,7 +266,11 @@ BAD = [
     (f"apiVersion: {V1B2}\nkind: Workload\nmetadata: {{name: w}}\nspec:\n"
      "  priorityClassName: nope\n  priorityClassSource: kueue.x-k8s.io/workloadpriorityclass\n"
      "  podSets:\n  - {name: m, count: 1, template: {spec: {containers: []}}}\n",
-     "WorkloadPriorityClass 'nope' does not exist"),
+     "field spec.priorityClassName: WorkloadPriorityClass 'nope' does not exist"),
+    (f"apiVersion: {V1B2}\nkind: Workload\nmetadata: {{name: w}}\nspec:\n"
+     "  priorityClassRef: {group: scheduling.k8s.io, kind: PriorityClass, name: nope}\n"
+     "  podSets:\n  - {name: m, count: 1, template: {spec: {containers: []}}}\n",
+     "m.yaml:5: field spec.priorityClassRef.name: PriorityClass 'nope' does not exist"),
     ("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nfairSharing:\n"
      "  preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]\n",
      "field fairSharing.preemptionStrategies: unsupported strategy list"),

@@ -22,7 +22,11 @@ def at(seconds: float) -> str:
     return (T0 + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _resource_groups(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _resource_groups(groups: list[dict[str, Any]], limits: bool = True
+                     ) -> list[dict[str, Any]]:
+    """Resource groups in API form. Kueue's API refuses borrowing and lending limits on a
+    ClusterQueue without a cohort (upstream unit tests build some anyway); with no cohort they
+    have no effect, so ``limits=False`` leaves them out."""
     out = []
     for g in groups:
         covered = list(g["covered_resources"])
@@ -32,9 +36,9 @@ def _resource_groups(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for name in covered:
                 q = (f.get("resources") or {}).get(name, {"nominal": "0"})
                 r: dict[str, Any] = {"name": name, "nominalQuota": str(q.get("nominal", "0"))}
-                if "borrowing_limit" in q:
+                if "borrowing_limit" in q and limits:
                     r["borrowingLimit"] = str(q["borrowing_limit"])
-                if "lending_limit" in q:
+                if "lending_limit" in q and limits:
                     r["lendingLimit"] = str(q["lending_limit"])
                 res.append(r)
             flavors.append({"name": f["name"], "resources": res})
@@ -82,7 +86,8 @@ def _cluster_queue(c: dict[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "namespaceSelector": c.get("namespace_selector") or {},
         "queueingStrategy": c.get("queueing_strategy", "BestEffortFIFO"),
-        "resourceGroups": _resource_groups(c.get("resource_groups") or []),
+        "resourceGroups": _resource_groups(c.get("resource_groups") or [],
+                                           limits=bool(c.get("cohort"))),
         "preemption": preemption,
         "flavorFungibility": fungibility,
     }

@@ -492,15 +492,29 @@ def _cluster_queue(doc: Document) -> ClusterQueue:
                                    "spec.admissionChecksStrategy.admissionChecks")):
         checks.append(_str(_map(rule, "").get("name"),
                            f"spec.admissionChecksStrategy.admissionChecks[{i}].name"))
+    groups = _resource_groups(spec.get("resourceGroups"), "spec.resourceGroups", cohort=False)
+    if not cohort:
+        for gi, g in enumerate(groups):
+            for fi, fq in enumerate(g.flavors):
+                for ri, (res, q) in enumerate(fq.resources.items()):
+                    for name, limit in (("borrowingLimit", q.borrowing_limit),
+                                        ("lendingLimit", q.lending_limit)):
+                        if limit is not None:
+                            raise InputError(
+                                f"{name} is set for {res} but the ClusterQueue has no cohort",
+                                field=f"spec.resourceGroups[{gi}].flavors[{fi}].resources[{ri}]"
+                                      f".{name}",
+                                expected=f"no {name} outside a cohort (nothing to borrow from "
+                                         "or lend to)")
     return ClusterQueue(
         name=_name(doc),
         cohort=cohort,
-        # A nil namespaceSelector matches nothing in Kueue; the API defaults it to {} on create.
-        namespace_selector=selector if selector is not None else LabelSelector(),
+        # Unset, the selector matches no namespace (LabelSelectorAsSelector(nil) is Nothing);
+        # {} matches every namespace.
+        namespace_selector=selector,
         queueing_strategy=_enum(spec.get("queueingStrategy"), "spec.queueingStrategy",
                                 QUEUEING_STRATEGIES, "BestEffortFIFO"),
-        resource_groups=_resource_groups(spec.get("resourceGroups"), "spec.resourceGroups",
-                                         cohort=False),
+        resource_groups=groups,
         preemption=_preemption(spec.get("preemption"), "spec.preemption"),
         flavor_fungibility=_fungibility(spec.get("flavorFungibility"), "spec.flavorFungibility"),
         fair_weight=_fair_weight(spec),
@@ -615,8 +629,18 @@ def _workload(doc: Document, objs: KueueObjects, pcs: dict[str, int]) -> Workloa
         active=spec.get("active", True) is not False, source="Workload")
     if meta.get("creationTimestamp") is not None:
         wl.creation_time = parse_time(meta["creationTimestamp"], "metadata.creationTimestamp")
-    _set_priority(wl, spec.get("priorityClassName"), spec.get("priorityClassSource"),
-                  spec.get("priority"), objs, pcs, "spec")
+    if "priorityClassRef" in spec:
+        # v1beta2: {group, kind, name} replaces priorityClassName and priorityClassSource.
+        ref = _map(spec["priorityClassRef"], "spec.priorityClassRef")
+        kind = _enum(ref.get("kind"), "spec.priorityClassRef.kind",
+                     ("WorkloadPriorityClass", "PriorityClass"), "")
+        source = (WORKLOAD_PRIORITY_CLASS_SOURCE if kind == "WorkloadPriorityClass"
+                  else POD_PRIORITY_CLASS_SOURCE)
+        _set_priority(wl, ref.get("name"), source, spec.get("priority"), objs, pcs,
+                      "spec.priorityClassRef.name")
+    else:
+        _set_priority(wl, spec.get("priorityClassName"), spec.get("priorityClassSource"),
+                      spec.get("priority"), objs, pcs, "spec.priorityClassName")
     if status.get("admission") is not None:
         wl.admission = _admission(status["admission"], "status.admission")
         cond = _condition(status, "QuotaReserved")
@@ -637,11 +661,13 @@ def _workload(doc: Document, objs: KueueObjects, pcs: dict[str, int]) -> Workloa
 
 
 def _set_priority(wl: Workload, pc_name: object, source: object, value: object,
-                  objs: KueueObjects, pcs: dict[str, int], fld: str) -> None:
-    name = _str(pc_name, f"{fld}.priorityClassName")
-    src = _str(source, f"{fld}.priorityClassSource")
+                  objs: KueueObjects, pcs: dict[str, int], name_field: str,
+                  priority_field: str = "spec.priority") -> None:
+    """A workload's priority: an explicit value, else its (Workload)PriorityClass's."""
+    name = _str(pc_name, name_field)
+    src = _str(source, "spec.priorityClassSource")
     wl.priority_class = name
-    explicit = _int(value, f"{fld}.priority")
+    explicit = _int(value, priority_field)
     if explicit is not None:
         wl.priority = explicit
         return
@@ -650,13 +676,13 @@ def _set_priority(wl: Workload, pc_name: object, source: object, value: object,
     if src == WORKLOAD_PRIORITY_CLASS_SOURCE or (not src and name in objs.priority_classes):
         if name not in objs.priority_classes:
             raise InputError(f"WorkloadPriorityClass {name!r} does not exist",
-                             field=f"{fld}.priorityClassName",
+                             field=name_field,
                              expected="the name of a WorkloadPriorityClass in the manifests")
         wl.priority = objs.priority_classes[name]
         return
     if name not in pcs:
         raise InputError(f"PriorityClass {name!r} does not exist",
-                         field=f"{fld}.priorityClassName",
+                         field=name_field,
                          expected="the name of a PriorityClass in the manifests")
     wl.priority = pcs[name]
 
@@ -721,7 +747,7 @@ def _priority_from_labels(wl: Workload, labels: dict[str, Any], pspec: PodSpec,
         return
     if pspec.priority_class_name:
         _set_priority(wl, pspec.priority_class_name, POD_PRIORITY_CLASS_SOURCE, pspec.priority,
-                      objs, pcs, "spec")
+                      objs, pcs, "spec.priorityClassName")
         return
     wl.priority = pspec.priority if pspec.priority is not None else default_priority
 

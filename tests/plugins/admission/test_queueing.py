@@ -194,3 +194,10 @@ def test_pods_ready_timeout_past_limit_deactivates(tmp_path: Path) -> None:
     evicted = pods_ready_timeout(state, ["default/a"], NOW)
     wl, reason, _ = evicted.queues.unqueued["default/a"]
     assert reason == "RequeuingLimitExceeded" and not wl.active
+
+
+def test_unset_namespace_selector_admits_nothing(tmp_path: Path) -> None:
+    docs = _queue("BestEffortFIFO")
+    del docs[1]["spec"]["namespaceSelector"]
+    data, _ = run(tmp_path, [*docs, workload("w", "cq", {CPU: "1"})])
+    assert states(data)["default/w"] == ("Inadmissible", "Inadmissible")
