@@ -249,6 +249,11 @@ BAD = [
      "field spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"),
     (CQ_V1B1.replace("lendingLimit: 4", "lendingLimit: 40"),
      "lendingLimit is larger than nominalQuota"),
+    (f"apiVersion: {V1B2}\nkind: Cohort\nmetadata: {{name: root}}\nspec:\n  resourceGroups:\n"
+     "  - coveredResources: [cpu]\n    flavors:\n    - name: f\n      resources:\n"
+     "      - {name: cpu, nominalQuota: 4, lendingLimit: 1}\n",
+     "m.yaml:10: field spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: "
+     "lendingLimit is set for cpu but the Cohort has no parent"),
     (CQ_V1B1.replace("  cohort: team\n", ""),
      "field spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit: borrowingLimit is "
      "set for cpu but the ClusterQueue has no cohort"),

@@ -436,6 +436,21 @@ def _resource_groups(raw: object, fld: str, *, cohort: bool) -> list[ResourceGro
     return groups
 
 
+def _no_limits(groups: list[ResourceGroup], why: str) -> None:
+    """Borrowing and lending limits only make sense below a parent (Kueue's webhook)."""
+    for gi, g in enumerate(groups):
+        for fi, fq in enumerate(g.flavors):
+            for ri, (res, q) in enumerate(fq.resources.items()):
+                for name, limit in (("borrowingLimit", q.borrowing_limit),
+                                    ("lendingLimit", q.lending_limit)):
+                    if limit is not None:
+                        raise InputError(
+                            f"{name} is set for {res} but {why}",
+                            field=f"spec.resourceGroups[{gi}].flavors[{fi}].resources[{ri}]"
+                                  f".{name}",
+                            expected=f"no {name} without a parent to borrow from or lend to")
+
+
 def _preemption(raw: object, fld: str) -> Preemption:
     m = _map(raw, fld)
     bwc = _map(m.get("borrowWithinCohort"), f"{fld}.borrowWithinCohort")
@@ -494,18 +509,7 @@ def _cluster_queue(doc: Document) -> ClusterQueue:
                            f"spec.admissionChecksStrategy.admissionChecks[{i}].name"))
     groups = _resource_groups(spec.get("resourceGroups"), "spec.resourceGroups", cohort=False)
     if not cohort:
-        for gi, g in enumerate(groups):
-            for fi, fq in enumerate(g.flavors):
-                for ri, (res, q) in enumerate(fq.resources.items()):
-                    for name, limit in (("borrowingLimit", q.borrowing_limit),
-                                        ("lendingLimit", q.lending_limit)):
-                        if limit is not None:
-                            raise InputError(
-                                f"{name} is set for {res} but the ClusterQueue has no cohort",
-                                field=f"spec.resourceGroups[{gi}].flavors[{fi}].resources[{ri}]"
-                                      f".{name}",
-                                expected=f"no {name} outside a cohort (nothing to borrow from "
-                                         "or lend to)")
+        _no_limits(groups, "the ClusterQueue has no cohort")
     return ClusterQueue(
         name=_name(doc),
         cohort=cohort,
@@ -532,9 +536,10 @@ def _cohort(doc: Document) -> Cohort:
     if parent == name:
         raise doc.error(f"Cohort {name} names itself as parent", field="spec.parentName",
                         expected="a different Cohort (or none)")
-    return Cohort(name, parent,
-                  _resource_groups(spec.get("resourceGroups"), "spec.resourceGroups", cohort=True),
-                  _fair_weight(spec))
+    groups = _resource_groups(spec.get("resourceGroups"), "spec.resourceGroups", cohort=True)
+    if not parent:
+        _no_limits(groups, "the Cohort has no parent")
+    return Cohort(name, parent, groups, _fair_weight(spec))
 
 
 def _local_queue(doc: Document) -> LocalQueue:
