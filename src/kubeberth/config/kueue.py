@@ -1018,26 +1018,37 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
                 objs.config = _configuration(doc)
         except InputError as err:
             raise doc.locate(err) from None
+    origins: dict[str, Document | None] = {}
     for doc in manifests.other:
         try:
+            wl: Workload | None = None
             if doc.kind == "Workload":
-                objs.workloads.append(_workload(doc, objs, pcs))
+                wl = _workload(doc, objs, pcs)
             elif doc.kind == "Job":
-                job = _job_workload(doc, objs, pcs, default_priority)
-                if job is not None:
-                    objs.workloads.append(job)
+                wl = _job_workload(doc, objs, pcs, default_priority)
         except InputError as err:
             raise doc.locate(err) from None
-    objs.workloads.extend(_pod_workloads(manifests, objs, pcs, default_priority))
-    seen: dict[str, Workload] = {}
-    for wl in objs.workloads:
-        if wl.key in seen:
-            raise InputError(f"Workload {wl.key} is defined twice (from a {seen[wl.key].source} "
-                             f"and a {wl.source})", field="metadata.name",
-                             expected="unique Workload names per namespace")
-        seen[wl.key] = wl
+        if wl is not None:
+            _add_workload(objs, origins, wl, doc)
+    for wl in _pod_workloads(manifests, objs, pcs, default_priority):
+        first = next(iter(wl.pods))
+        ns, name = first.split("/", 1)
+        _add_workload(objs, origins, wl, manifests.origin("Pod", name, ns))
     _check_cohort_cycles(objs, cohort_docs)
     return objs
+
+
+def _add_workload(objs: KueueObjects, origins: dict[str, Document | None], wl: Workload,
+                  doc: Document | None) -> None:
+    if wl.key in origins:
+        first = next(w for w in objs.workloads if w.key == wl.key)
+        err = InputError(f"Workload {wl.key} is defined twice (from a {first.source} and a "
+                         f"{wl.source})", field="metadata.name",
+                         expected="unique Workload names per namespace (Jobs become job-<name>, "
+                                  "Pods pod-<name>, pod groups the group's name)")
+        raise doc.locate(err) if doc is not None else err
+    origins[wl.key] = doc
+    objs.workloads.append(wl)
 
 
 def _unique(existing: dict[str, Any], key: str, doc: Document) -> None:
