@@ -196,3 +196,80 @@ def test_victims_release_quota_and_preemptor_is_admitted_next_cycle(tmp_path: Pa
     assert s["default/low"] == ("Preempted", IN_CLUSTER_QUEUE)
     assert result.cycles >= 2
     assert "default/low" not in result.state.admitted
+
+
+def test_only_workloads_on_the_contested_flavor_are_candidates(tmp_path: Path) -> None:
+    docs = [flavor("default"), flavor("spare"),
+            cluster_queue("cq", [group([CPU], ("default", [quota(CPU, "4")]),
+                                       ("spare", [quota(CPU, "4")]))],
+                          within="LowerPriority", when_can_preempt="MayStopSearch"),
+            local_queue("cq"),
+            workload("on-spare", "cq", {CPU: "4"}, priority=-5,
+                     admitted=("cq", {CPU: "spare"})),
+            workload("on-default", "cq", {CPU: "4"}, priority=-1,
+                     admitted=("cq", {CPU: "default"})),
+            workload("in", "cq", {CPU: "2"}, priority=1)]
+    data, _ = run(tmp_path, docs, cycles=1)
+    # The first flavor needs preemption and MayStopSearch stops there: only workloads using
+    # "default" can make room, even though "on-spare" has the lowest priority.
+    assert victims(data) == [("default/on-default", "default/in", IN_CLUSTER_QUEUE)]
+
+
+def test_already_evicted_candidates_go_first(tmp_path: Path) -> None:
+    evicting = _admitted("evicting", "cq", "3", 0)
+    evicting["status"]["conditions"].append({"type": "Evicted", "status": "True",
+                                             "reason": "Preempted"})
+    docs = [*_standalone("LowerPriority"), evicting, _admitted("lowest", "cq", "3", -10),
+            workload("in", "cq", {CPU: "3"}, priority=5)]
+    data, _ = run(tmp_path, docs, cycles=1)
+    assert victims(data) == [("default/evicting", "default/in", IN_CLUSTER_QUEUE)]
+
+
+def test_other_queues_are_candidates_before_own(tmp_path: Path) -> None:
+    docs = [flavor("default"),
+            cluster_queue("mine", [group([CPU], ("default", [quota(CPU, "4")]))],
+                          cohort="co", within="LowerPriority", reclaim="Any"),
+            cluster_queue("theirs", [group([CPU], ("default", [quota(CPU, "0")]))],
+                          cohort="co"),
+            local_queue("mine"), local_queue("theirs"),
+            _admitted("own-low", "mine", "2", -10),
+            _admitted("borrowed", "theirs", "2", 50),
+            workload("in", "mine", {CPU: "2"}, priority=0)]
+    data, _ = run(tmp_path, docs, cycles=1)
+    assert victims(data) == [("default/borrowed", "default/in", IN_COHORT_RECLAMATION)]
+
+
+def test_lower_or_newer_equal_priority_in_cohort(tmp_path: Path) -> None:
+    docs = [flavor("default"),
+            cluster_queue("mine", [group([CPU], ("default", [quota(CPU, "4")]))],
+                          cohort="co", reclaim="LowerPriority"),
+            cluster_queue("theirs", [group([CPU], ("default", [quota(CPU, "0")]))],
+                          cohort="co"),
+            local_queue("mine"), local_queue("theirs"),
+            _admitted("same-prio", "theirs", "4", 0, created=50),
+            workload("in", "mine", {CPU: "2"}, priority=0, created=10)]
+    # reclaimWithinCohort has no LowerOrNewerEqualPriority: equal priority is never reclaimed.
+    data, _ = run(tmp_path, docs, cycles=1)
+    assert victims(data) == []
+    docs[1] = cluster_queue("mine", [group([CPU], ("default", [quota(CPU, "4")]))],
+                            cohort="co", reclaim="Any")
+    data, _ = run(tmp_path, docs, cycles=1)
+    assert victims(data) == [("default/same-prio", "default/in", IN_COHORT_RECLAMATION)]
+
+
+def test_preemption_with_two_resources_needs_both(tmp_path: Path) -> None:
+    mem = "memory"
+    docs = [flavor("default"),
+            cluster_queue("cq", [group([CPU, mem], ("default", [quota(CPU, "4"),
+                                                               quota(mem, "4Gi")]))],
+                          within="LowerPriority"),
+            local_queue("cq"),
+            workload("cpu-heavy", "cq", {CPU: "3", mem: "1Gi"}, priority=-2,
+                     admitted=("cq", {CPU: "default", mem: "default"})),
+            workload("mem-heavy", "cq", {CPU: "1", mem: "3Gi"}, priority=-1,
+                     admitted=("cq", {CPU: "default", mem: "default"})),
+            workload("in", "cq", {CPU: "2", mem: "2Gi"}, priority=5)]
+    data, _ = run(tmp_path, docs, cycles=1)
+    # Removing only the lowest (cpu-heavy) frees 3 cpu but 1Gi: both must go.
+    assert victims(data) == [("default/cpu-heavy", "default/in", IN_CLUSTER_QUEUE),
+                             ("default/mem-heavy", "default/in", IN_CLUSTER_QUEUE)]
