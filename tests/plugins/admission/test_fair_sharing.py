@@ -197,3 +197,42 @@ def test_zero_weight_queue_is_preempted_first(tmp_path: Path) -> None:
             workload("in", "a", {CPU: "2"}, priority=0)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert [v[0] for v in victims(data)] == ["default/c1"]
+
+
+def test_share_sums_borrowing_over_flavors(tmp_path: Path) -> None:
+    docs = [flavor("on-demand"), flavor("spot"),
+            cluster_queue("a", [group([CPU], ("on-demand", [quota(CPU, "1")]),
+                                      ("spot", [quota(CPU, "1")]))], cohort="co"),
+            cluster_queue("b", [group([CPU], ("on-demand", [quota(CPU, "4")]),
+                                      ("spot", [quota(CPU, "4")]))], cohort="co"),
+            workload("x", "a", {CPU: "3"}, admitted=("a", {CPU: "on-demand"})),
+            workload("y", "a", {CPU: "2"}, admitted=("a", {CPU: "spot"}))]
+    snap = _snapshot(tmp_path, docs)
+    # Borrowed: 2 on-demand + 1 spot = 3 cpu, over 10 cpu lendable in both flavors.
+    assert snap.cluster_queues["a"].dominant_resource_share().rounded_weighted_share() == 300
+
+
+def test_lending_limit_shrinks_what_others_can_borrow(tmp_path: Path) -> None:
+    docs = [flavor("default"),
+            cluster_queue("a", [group([CPU], ("default", [quota(CPU, "2")]))], cohort="co"),
+            cluster_queue("b", [group([CPU], ("default", [quota(CPU, "8", lending="2")]))],
+                          cohort="co"),
+            _used("w", "a", "3")]
+    snap = _snapshot(tmp_path, docs)
+    # Only 2 + 2 are visible to a from the cohort: borrowing 1 of 4.
+    assert snap.cluster_queues["a"].dominant_resource_share().rounded_weighted_share() == 250
+
+
+def test_dominant_resource_is_the_larger_ratio(tmp_path: Path) -> None:
+    mem = "memory"
+    docs = [flavor("default"),
+            cluster_queue("a", [group([CPU, mem], ("default", [quota(CPU, "1"),
+                                                              quota(mem, "1Gi")]))],
+                          cohort="co"),
+            cluster_queue("b", [group([CPU, mem], ("default", [quota(CPU, "9"),
+                                                              quota(mem, "9Gi")]))],
+                          cohort="co"),
+            workload("w", "a", {CPU: "2", mem: "5Gi"}, admitted=("a", {CPU: "default",
+                                                                     mem: "default"}))]
+    drs = _snapshot(tmp_path, docs).cluster_queues["a"].dominant_resource_share()
+    assert (drs.dominant_resource, drs.rounded_weighted_share()) == (mem, 400)
