@@ -115,3 +115,39 @@ def test_incomplete_pod_group_is_reported(tmp_path: Path) -> None:
 
 def test_cycles_must_be_positive() -> None:
     assert _invoke("-f", str(EXAMPLE), "--cycles", "0").exit_code == 2
+
+
+def _split_example(tmp_path: Path) -> Path:
+    """The example manifest split into one file per document, in a directory."""
+    import yaml
+
+    folder = tmp_path / "manifests"
+    folder.mkdir()
+    for i, doc in enumerate(yaml.safe_load_all(EXAMPLE.read_text())):
+        (folder / f"{i:02d}.yaml").write_text(yaml.safe_dump(doc))
+    return folder
+
+
+def test_directory_and_multiple_files_give_the_same_result(tmp_path: Path) -> None:
+    whole = json.loads(_invoke("-f", str(EXAMPLE), "-o", "json").stdout)
+    folder = _split_example(tmp_path)
+    by_dir = json.loads(_invoke("-f", str(folder), "-o", "json").stdout)
+    files = sorted(folder.iterdir())
+    args = [a for f in files for a in ("-f", str(f))]
+    by_files = json.loads(_invoke(*args, "-o", "json").stdout)
+    assert whole == by_dir == by_files
+
+
+def test_stdin(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["admit", "-f", "-", "-o", "json"],
+                                input=EXAMPLE.read_text())
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == json.loads(_invoke("-f", str(EXAMPLE), "-o",
+                                                           "json").stdout)
+
+
+def test_help_lists_the_options() -> None:
+    result = CliRunner().invoke(app, ["admit", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for option in ("--filename", "--output", "--cycles", "--now"):
+        assert option in result.stdout
