@@ -196,3 +196,59 @@ def test_gated_and_admitted_pod(tmp_path: Path) -> None:
     assert released.spec.node_selector == {"zone": "a", "tier": "spot"}
     assert released.spec.tolerations == [tol]
     assert admitted_pod(gated, adm, "other", objs.flavors).spec.node_selector == {"zone": "a"}
+
+
+def test_worst_resource_decides_the_flavor_mode(tmp_path: Path) -> None:
+    mem = "memory"
+    docs = [flavor("only"),
+            cluster_queue("cq", [group(["cpu", mem], ("only", [quota("cpu", "8"),
+                                                              quota(mem, "2Gi")]))],
+                          within="LowerPriority"),
+            local_queue("cq"),
+            workload("used", "cq", {"cpu": "1", mem: "2Gi"}, admitted=(
+                "cq", {"cpu": "only", mem: "only"})),
+            workload("w", "cq", {"cpu": "1", mem: "1Gi"}, priority=5)]
+    objs = load(tmp_path, docs)
+    snap = Snapshot(objs)
+    from kubeberth.plugins.admission.quota import admitted_info
+
+    snap.add_workload(admitted_info(objs.workloads[0]))
+    a = FlavorAssigner(objs.workloads[1].podsets, snap.cluster_queues["cq"], snap.flavors,
+                       lambda _cq, _fr, _q: ("Preempt", 0)).assign()
+    modes = {r: fa.mode for r, fa in a.podsets[0].flavors.items()}
+    assert modes == {"cpu": FIT, mem: PREEMPT}
+    assert a.representative_mode() == PREEMPT
+
+
+def test_pods_resource_counts_pods(tmp_path: Path) -> None:
+    docs = [flavor("only"),
+            cluster_queue("cq", [group(["cpu", "pods"], ("only", [quota("cpu", "100"),
+                                                                 quota("pods", "3")]))]),
+            local_queue("cq"),
+            workload("fits", "cq", {"cpu": "1"}, count=3),
+            workload("too-many", "cq", {"cpu": "1"}, count=4)]
+    data, result = run(tmp_path, docs)
+    assert states(data)["default/fits"] == ("Admitted", "Admitted")
+    assert states(data)["default/too-many"] == ("Inadmissible", "ExceedsMaxQuota")
+    adm = result.state.admitted["default/fits"].admission
+    assert adm is not None and adm.podset_assignments[0].flavors == {"cpu": "only",
+                                                                      "pods": "only"}
+
+
+def test_required_affinity_terms_are_ored(tmp_path: Path) -> None:
+    docs = [*_two_flavor_queue(), workload("w", "cq", {GPU: "1"})]
+    docs[-1]["spec"]["podSets"][0]["template"]["spec"]["affinity"] = {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]},
+            {"matchExpressions": [{"key": "tier", "operator": "NotIn",
+                                   "values": ["on-demand"]}]}]}}}
+    docs[-1]["spec"]["podSets"][0]["template"]["spec"]["tolerations"] = [
+        {"key": "spot", "operator": "Exists"}]
+    data, _ = run(tmp_path, docs)
+    assert _flavors(data, "default/w") == {"main": {GPU: "spot"}}
+
+
+def test_zero_request_for_uncovered_resource_is_ignored(tmp_path: Path) -> None:
+    data, _ = run(tmp_path, [*_two_flavor_queue(),
+                             workload("w", "cq", {GPU: "1", "example.com/fpga": "0"})])
+    assert _flavors(data, "default/w") == {"main": {GPU: "on-demand"}}
