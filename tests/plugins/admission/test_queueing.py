@@ -201,3 +201,62 @@ def test_unset_namespace_selector_admits_nothing(tmp_path: Path) -> None:
     del docs[1]["spec"]["namespaceSelector"]
     data, _ = run(tmp_path, [*docs, workload("w", "cq", {CPU: "1"})])
     assert states(data)["default/w"] == ("Inadmissible", "Inadmissible")
+
+
+@pytest.mark.parametrize(("timestamp", "first"), [("Eviction", "default/b"),
+                                                  ("Creation", "default/a")])
+def test_requeuing_timestamp_orders_timed_out_workload(tmp_path: Path, timestamp: str,
+                                                       first: str) -> None:
+    docs = [*_queue("StrictFIFO", nominal="1"),
+            configuration(waitForPodsReady={"enable": True, "requeuingStrategy": {
+                "timestamp": timestamp, "backoffBaseSeconds": 1}}),
+            workload("a", "cq", {CPU: "1"}, created=1),
+            workload("b", "cq", {CPU: "1"}, created=2)]
+    state = run_cycle(AdmissionState.from_objects(load(tmp_path, docs)), NOW).state
+    assert list(state.admitted) == ["default/a"]
+    state = pods_ready_timeout(state, ["default/a"], NOW)
+    # After the backoff, "a" competes again: by its eviction time (behind "b") or by its
+    # creation time (ahead of "b").
+    result = run_cycle(state, NOW + 5)
+    assert [a.workload.key for a in result.admitted] == [first]
+
+
+def test_pods_ready_not_required_without_block_admission(tmp_path: Path) -> None:
+    docs = [*_queue("BestEffortFIFO"),
+            configuration(waitForPodsReady={"enable": True, "blockAdmission": False}),
+            workload("a", "cq", {CPU: "1"}, created=1),
+            workload("b", "cq", {CPU: "1"}, created=2)]
+    data, _ = run(tmp_path, docs)
+    assert states(data)["default/a"][0] == states(data)["default/b"][0] == "Admitted"
+
+
+def test_cycle_without_heads_changes_nothing(tmp_path: Path) -> None:
+    docs = [*_queue("BestEffortFIFO"),
+            workload("a", "cq", {CPU: "1"}, admitted=("cq", {CPU: "default"}))]
+    state = AdmissionState.from_objects(load(tmp_path, docs))
+    result = run_cycle(state, NOW)
+    assert (result.admitted, result.preempted, result.not_admitted) == ([], [], [])
+    assert result.state.admitted == state.admitted
+
+
+def test_finishing_unknown_workloads_is_harmless(tmp_path: Path) -> None:
+    from kubeberth.plugins.admission import finish_evictions
+
+    state = AdmissionState.from_objects(load(tmp_path, _blocked_head("StrictFIFO")))
+    assert finish_evictions(state, ["default/nope"], NOW).admitted == state.admitted
+    assert finish_workloads(state, ["default/nope"]).admitted == state.admitted
+
+
+def test_never_tried_workloads_report_pending(tmp_path: Path) -> None:
+    data, _ = run(tmp_path, _blocked_head("StrictFIFO"), cycles=1)
+    assert states(data)["default/small"] == ("Pending", "Pending")
+    assert states(data)["default/running"] == ("Admitted", "Admitted")
+
+
+def test_admitted_to_unknown_cluster_queue_is_reported_as_is(tmp_path: Path) -> None:
+    docs = [*_queue("BestEffortFIFO"),
+            workload("orphan", "cq", {CPU: "1"}, admitted=("gone", {CPU: "default"}))]
+    data, result = run(tmp_path, docs)
+    row = next(w for w in data["workloads"] if w["name"] == "default/orphan")
+    assert (row["clusterQueue"], row["state"]) == ("gone", "Admitted")
+    assert result.cycles == 1
