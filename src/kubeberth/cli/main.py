@@ -21,6 +21,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kubeberth import __version__
 from kubeberth.api.errors import InputError
+from kubeberth.cli.admit import admit_command
 from kubeberth.cli.deschedule import deschedule
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
@@ -156,6 +157,7 @@ def list_plugins(plugin: PluginOpt = None) -> None:
 
 
 app.command("deschedule")(deschedule)
+app.command("admit")(admit_command)
 
 
 @app.command()

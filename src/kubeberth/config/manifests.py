@@ -64,7 +64,7 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "Workload": _KUEUE,
     "WorkloadPriorityClass": _KUEUE,
     "AdmissionCheck": _KUEUE,
-    "Cohort": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1alpha1"),
+    "Cohort": (*_KUEUE, "kueue.x-k8s.io/v1alpha1"),
     "Topology": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1alpha1"),
     "Configuration": ("config.kueue.x-k8s.io/v1beta2", "config.kueue.x-k8s.io/v1beta1"),
     "DeschedulerPolicy": ("descheduler/v1alpha2",),

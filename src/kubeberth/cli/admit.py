@@ -1,0 +1,193 @@
+"""``kubeberth admit``: run Kueue admission cycles over manifests and print the outcome.
+
+The command is the public face of :mod:`kubeberth.plugins.admission`: it reads Kueue objects,
+queue-labelled Jobs and Pods, and Workloads (admitted ones carry ``status.admission``), runs
+scheduling cycles until nothing changes (or ``--cycles N``), treating every eviction it issues as
+observed before the next cycle, and prints the JSON contract documented in docs/admission.md, or
+a table. Time does not pass between cycles: ``--now`` fixes the clock.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kubeberth.api.errors import InputError
+from kubeberth.config.kueue import KueueObjects, Workload, load_kueue, parse_time
+from kubeberth.config.manifests import load_manifests
+from kubeberth.plugins.admission import (
+    AdmissionState,
+    finish_evictions,
+    run_cycle,
+)
+from kubeberth.plugins.admission.preemption import Target
+
+MAX_CYCLES = 1000
+
+
+@dataclass(slots=True)
+class AdmitRun:
+    state: AdmissionState
+    preempted: list[dict[str, str]] = field(default_factory=list)
+    victims: dict[str, Target] = field(default_factory=dict)
+    reasons: dict[str, tuple[str, str]] = field(default_factory=dict)
+    cycles: int = 0
+
+
+def default_now(objs: KueueObjects) -> float:
+    """The latest timestamp found in the input (0 when there is none): deterministic."""
+    stamps = [0.0]
+    for wl in objs.workloads:
+        if wl.creation_time > -1e11:
+            stamps.append(wl.creation_time)
+        if wl.quota_reserved_time is not None:
+            stamps.append(wl.quota_reserved_time)
+    return max(stamps)
+
+
+def _signature(state: AdmissionState) -> tuple[object, ...]:
+    return (tuple(sorted(state.admitted)), tuple(sorted(state.evicting)),
+            tuple((e.key, active) for e, active in state.queues.pending()))
+
+
+def admit(objs: KueueObjects, now: float, cycles: int | None) -> AdmitRun:
+    """Cycles until one changes nothing (no admission, no preemption, no workload moved between
+    a queue's active and parked sets), or ``cycles`` ran."""
+    run = AdmitRun(AdmissionState.from_objects(objs))
+    limit = MAX_CYCLES if cycles is None else cycles
+    while run.cycles < limit:
+        before = _signature(run.state)
+        result = run_cycle(run.state, now)
+        run.cycles += 1
+        run.state = result.state
+        for na in result.not_admitted:
+            run.reasons[na.workload] = (na.reason, na.message)
+        for a in result.admitted:
+            run.reasons.pop(a.workload.key, None)
+        for p in result.preempted:
+            run.preempted.append({"workload": p.workload, "by": p.by, "reason": p.reason})
+            run.victims[p.workload] = run.state.evicting[p.workload]
+        if result.preempted and run.cycles < limit:
+            run.state = finish_evictions(run.state, sorted(run.state.evicting), now)
+        if _signature(run.state) == before:
+            break
+    return run
+
+
+def _flavors(wl: Workload) -> dict[str, dict[str, str]]:
+    if wl.admission is None:
+        return {}
+    return {psa.name: dict(sorted(psa.flavors.items())) for psa in wl.admission.podset_assignments}
+
+
+def contract(run: AdmitRun) -> dict[str, Any]:
+    """The JSON document printed by ``kubeberth admit -o json``."""
+    state = run.state
+    rows: dict[str, dict[str, Any]] = {}
+    checks = {name for name, cq in state.objs.cluster_queues.items() if cq.admission_checks}
+    for key, wl in state.admitted.items():
+        assert wl.admission is not None
+        cq = wl.admission.cluster_queue
+        if key in state.evicting:
+            t = state.evicting[key]
+            rows[key] = _row(key, cq, "Preempted", t.reason, _flavors(wl))
+        elif cq in checks:
+            rows[key] = _row(key, cq, "QuotaReserved", "QuotaReserved", _flavors(wl))
+        else:
+            rows[key] = _row(key, cq, "Admitted", "Admitted", _flavors(wl))
+    for entry, active in state.queues.pending():
+        reason, _ = run.reasons.get(entry.key, (entry.reason or "Pending", entry.message))
+        st = "Pending" if active else "Inadmissible"
+        if entry.cluster_queue in state.inactive:
+            st, reason = "Inadmissible", "Inadmissible"
+        if entry.key in run.victims:
+            st, reason = "Preempted", run.victims[entry.key].reason
+        rows[entry.key] = _row(entry.key, entry.cluster_queue, st, reason, {})
+    for key, (_wl, reason, _message) in state.queues.unqueued.items():
+        rows[key] = _row(key, "", "Inadmissible", reason, {})
+    for key in state.objs.incomplete_groups:
+        rows[key] = _row(key, "", "Pending", "WaitingForPods", {})
+    return {"workloads": [rows[k] for k in sorted(rows)], "preempted": run.preempted}
+
+
+def messages(run: AdmitRun) -> dict[str, str]:
+    """Human-readable detail per workload, for the table."""
+    out = {k: m for k, (_, m) in run.reasons.items()}
+    for entry, _active in run.state.queues.pending():
+        if entry.cluster_queue in run.state.inactive:
+            out[entry.key] = run.state.inactive[entry.cluster_queue]
+    for key, (_wl, _reason, message) in run.state.queues.unqueued.items():
+        out[key] = message
+    out.update(run.state.objs.incomplete_groups)
+    return out
+
+
+def _row(name: str, cq: str, st: str, reason: str,
+         flavors: dict[str, dict[str, str]]) -> dict[str, Any]:
+    return {"name": name, "clusterQueue": cq, "state": st, "reason": reason, "flavors": flavors}
+
+
+def parse_now(value: str | None, objs: KueueObjects) -> float:
+    if value is None:
+        return default_now(objs)
+    return parse_time(value, "--now")
+
+
+class AdmitOutput(StrEnum):
+    json = "json"
+    table = "table"
+
+
+def admit_command(
+    filename: Annotated[list[Path], typer.Option(
+        "--filename", "-f", help="Manifests: ResourceFlavors, ClusterQueues, Cohorts, "
+                                 "LocalQueues, Workloads (admitted ones with status.admission), "
+                                 "queue-labelled Jobs and Pods, Kueue Configuration; files, "
+                                 "directories or - for stdin (repeatable).")],
+    output: Annotated[AdmitOutput, typer.Option("--output", "-o")] = AdmitOutput.table,
+    cycles: Annotated[int | None, typer.Option(
+        "--cycles", min=1, help="Stop after N scheduling cycles (default: until a cycle "
+                                "changes nothing).")] = None,
+    now: Annotated[str | None, typer.Option(
+        "--now", help="The clock, RFC 3339 (default: the latest timestamp in the input).")
+    ] = None,
+) -> None:
+    """Run Kueue admission cycles and print each workload's state, flavors and preemptions."""
+    err_console = Console(stderr=True)
+    try:
+        objs = load_kueue(load_manifests(filename))
+        run = admit(objs, parse_now(now, objs), cycles)
+    except InputError as err:
+        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    data = contract(run)
+    if output == AdmitOutput.json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    console = Console()
+    detail = messages(run)
+    table = Table(title=f"Kueue admission after {run.cycles} cycle(s)")
+    for col in ("workload", "clusterQueue", "state", "reason", "flavors"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("message")
+    for row in data["workloads"]:
+        flavors = "; ".join(f"{ps}: " + ", ".join(f"{r}={f}" for r, f in fl.items())
+                            for ps, fl in row["flavors"].items())
+        table.add_row(row["name"], row["clusterQueue"], row["state"], row["reason"], flavors,
+                      detail.get(row["name"], ""))
+    console.print(table)
+    if data["preempted"]:
+        ptable = Table(title="Preemptions")
+        for col in ("workload", "by", "reason"):
+            ptable.add_column(col)
+        for p in data["preempted"]:
+            ptable.add_row(p["workload"], p["by"], p["reason"])
+        console.print(ptable)

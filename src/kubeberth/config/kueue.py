@@ -1,0 +1,1057 @@
+"""Kueue's objects read as Kueue serves them, with Kueue's defaulting and validation.
+
+Admission policy code must not care whether a ClusterQueue came from a v1beta1 or a v1beta2
+manifest, whether a Workload was written by hand or derived from a Job, or how a quantity was
+spelled. This module turns the raw ``kueue.x-k8s.io`` documents that :mod:`config.manifests`
+keeps (ResourceFlavor, ClusterQueue, Cohort, LocalQueue, WorkloadPriorityClass, Workload), the
+``config.kueue.x-k8s.io`` Configuration, and the queue-labelled Pods, pod groups and batch/v1
+Jobs into plain typed records with quantities in int milli-units. References that Kueue rejects
+at admission time (a ClusterQueue quota naming a flavor with no ResourceFlavor, a cohort cycle, a
+LocalQueue naming a ClusterQueue that does not exist) are not errors here: Kueue keeps such
+objects and reports them as inactive or as a pending reason, so the admission layer does too.
+Only input Kueue's API server would refuse (webhook validation) raises :class:`InputError`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from kubeberth.api.errors import InputError
+from kubeberth.api.objects import (
+    LabelSelector,
+    Pod,
+    PodSpec,
+    PriorityClass,
+    Taint,
+    Toleration,
+)
+from kubeberth.api.quantity import to_milli
+from kubeberth.api.resources import pod_requests
+from kubeberth.config.manifests import DEFAULT_NAMESPACE, Manifests
+from kubeberth.config.yamlsrc import Document, validation_error
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+POD_GROUP_TOTAL_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
+JOB_MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+# The pod integration's default namespace selector leaves these alone.
+UNMANAGED_NAMESPACES = frozenset({"kube-system", "kueue-system"})
+WORKLOAD_PRIORITY_CLASS_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
+POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
+
+# The zero time.Time of Go (0001-01-01T00:00:00Z) in Unix seconds: "older than everything".
+ZERO_TIME = -62135596800.0
+
+WITHIN_CQ_POLICIES = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
+RECLAIM_POLICIES = ("Never", "LowerPriority", "Any")
+BORROW_POLICIES = ("Never", "LowerPriority")
+QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
+FUNGIBILITY_POLICIES = ("MayStopSearch", "TryNextFlavor")
+FUNGIBILITY_V1BETA1 = {"Borrow": "MayStopSearch", "Preempt": "MayStopSearch"}
+PREFERENCES = ("BorrowingOverPreemption", "PreemptionOverBorrowing")
+FS_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+MAX_FLAVORS = 64
+# Feature gates kubeberth reads from Configuration.featureGates; the others keep their defaults.
+FEATURE_GATES = ("PartialAdmission",)
+MAX_RESOURCE_GROUPS = 16
+
+
+@dataclass(slots=True, frozen=True)
+class ResourceQuota:
+    """One resource of one flavor: quantities in milli-units; limits None when unset."""
+
+    nominal: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+@dataclass(slots=True)
+class FlavorQuotas:
+    name: str
+    resources: dict[str, ResourceQuota]
+
+
+@dataclass(slots=True)
+class ResourceGroup:
+    covered_resources: list[str]
+    flavors: list[FlavorQuotas]
+
+
+@dataclass(slots=True, frozen=True)
+class Preemption:
+    within_cluster_queue: str = "Never"
+    reclaim_within_cohort: str = "Never"
+    borrow_within_cohort: str = "Never"
+    max_priority_threshold: int | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class FlavorFungibility:
+    when_can_borrow: str = "MayStopSearch"
+    when_can_preempt: str = "TryNextFlavor"
+    preference: str | None = None
+
+
+@dataclass(slots=True)
+class ResourceFlavor:
+    name: str
+    node_labels: dict[str, str] = field(default_factory=dict)
+    node_taints: list[Taint] = field(default_factory=list)
+    tolerations: list[Toleration] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ClusterQueue:
+    name: str
+    cohort: str = ""
+    namespace_selector: LabelSelector | None = field(default_factory=LabelSelector)
+    queueing_strategy: str = "BestEffortFIFO"
+    resource_groups: list[ResourceGroup] = field(default_factory=list)
+    preemption: Preemption = field(default_factory=Preemption)
+    flavor_fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
+    fair_weight: float = 1.0
+    admission_checks: list[str] = field(default_factory=list)
+    stop_policy: str = "None"
+
+
+@dataclass(slots=True)
+class Cohort:
+    name: str
+    parent: str = ""
+    resource_groups: list[ResourceGroup] = field(default_factory=list)
+    fair_weight: float = 1.0
+
+
+@dataclass(slots=True, frozen=True)
+class LocalQueue:
+    namespace: str
+    name: str
+    cluster_queue: str
+
+
+@dataclass(slots=True)
+class PodSet:
+    """A group of identical pods; ``requests`` are per pod, in milli-units."""
+
+    name: str
+    count: int
+    requests: dict[str, int]
+    min_count: int | None = None
+    template: PodSpec = field(default_factory=PodSpec)
+    # PodSets sharing a group name (topologyRequest.podSetGroupName) get the same flavors.
+    group: str = ""
+
+
+@dataclass(slots=True)
+class PodSetAssignment:
+    name: str
+    count: int
+    flavors: dict[str, str]
+    resource_usage: dict[str, int]
+
+
+@dataclass(slots=True)
+class Admission:
+    cluster_queue: str
+    podset_assignments: list[PodSetAssignment]
+
+
+@dataclass(slots=True)
+class Workload:
+    """A Kueue Workload: what is asked (podSets), where it queues, and its admission if any."""
+
+    namespace: str
+    name: str
+    queue_name: str
+    podsets: list[PodSet]
+    priority: int = 0
+    priority_class: str = ""
+    uid: str = ""
+    creation_time: float = ZERO_TIME
+    admission: Admission | None = None
+    quota_reserved_time: float | None = None
+    evicted: bool = False
+    active: bool = True
+    requeue_count: int = 0
+    requeue_at: float | None = None
+    pods_ready: bool = False
+    # Set when evicted for not reaching PodsReady in time and requeuingStrategy.timestamp is
+    # Eviction: the queue then orders the workload by this time instead of its creation.
+    pods_ready_evicted_at: float | None = None
+    # Where the Workload comes from: "Workload", "Job", "Pod" or "PodGroup".
+    source: str = "Workload"
+    # Pods owned by this workload (plain pods and pod groups) -> their podSet; gated until
+    # admission.
+    pods: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def queue_time(self) -> float:
+        """GetQueueOrderTimestamp: the time FIFO ordering uses."""
+        if self.pods_ready_evicted_at is not None:
+            return self.pods_ready_evicted_at
+        return self.creation_time
+
+
+@dataclass(slots=True, frozen=True)
+class RequeuingStrategy:
+    timestamp: str = "Eviction"
+    backoff_limit_count: int | None = None
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+
+
+@dataclass(slots=True, frozen=True)
+class WaitForPodsReady:
+    enable: bool = False
+    timeout_seconds: float = 300.0
+    block_admission: bool = False
+    requeuing: RequeuingStrategy = field(default_factory=RequeuingStrategy)
+
+
+@dataclass(slots=True, frozen=True)
+class KueueConfiguration:
+    fair_sharing: bool = False
+    preemption_strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare",
+                                              "LessThanInitialShare")
+    wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
+    partial_admission: bool = True
+
+
+@dataclass(slots=True)
+class KueueObjects:
+    """Everything admission reads, keyed by name (LocalQueues and Workloads by ns/name)."""
+
+    flavors: dict[str, ResourceFlavor] = field(default_factory=dict)
+    cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
+    cohorts: dict[str, Cohort] = field(default_factory=dict)
+    local_queues: dict[str, LocalQueue] = field(default_factory=dict)
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    workloads: list[Workload] = field(default_factory=list)
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    config: KueueConfiguration = field(default_factory=KueueConfiguration)
+    # Pod groups with fewer pods than their total count: ns/group -> why no Workload yet.
+    incomplete_groups: dict[str, str] = field(default_factory=dict)
+
+
+def parse_time(value: object, fld: str) -> float:
+    """An RFC 3339 timestamp as Unix seconds."""
+    if not isinstance(value, str):
+        raise InputError(f"{value!r} is not a timestamp", field=fld,
+                         expected='an RFC 3339 time such as "2024-05-01T12:00:00Z"')
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{value!r} is not a timestamp", field=fld,
+                         expected='an RFC 3339 time such as "2024-05-01T12:00:00Z"') from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    return parsed.timestamp()
+
+
+# ---------------------------------------------------------------------------------------------
+# Small typed readers over raw dicts: every error names the field.
+
+
+def _map(value: object, fld: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError("expected a mapping", field=fld, expected="key: value pairs")
+    return value
+
+
+def _list(value: object, fld: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError("expected a list", field=fld, expected="a list of items ('- ...')")
+    return value
+
+
+def _str(value: object, fld: str, default: str = "") -> str:
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise InputError(f"{value!r} is not a string", field=fld, expected="a string")
+    return value
+
+
+def _int(value: object, fld: str, default: int | None = None) -> int | None:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{value!r} is not an integer", field=fld, expected="an integer")
+    return value
+
+
+def _enum(value: object, fld: str, allowed: tuple[str, ...], default: str) -> str:
+    text = _str(value, fld, default)
+    if text not in allowed:
+        raise InputError(f"unknown value {text!r}", field=fld, expected=" or ".join(allowed))
+    return text
+
+
+def _quantity(resource: str, value: object, fld: str) -> int:
+    try:
+        milli = to_milli(resource, value)
+    except InputError as err:
+        raise err.at(field=fld) from None
+    if milli < 0:
+        raise InputError(f"quantity {value!r} is negative", field=fld,
+                         expected="a non-negative quantity")
+    return milli
+
+
+def _weight(value: object, fld: str) -> float:
+    if value is None:
+        return 1.0
+    try:
+        milli = to_milli("cpu", value)
+    except InputError as err:
+        raise err.at(field=fld) from None
+    if milli < 0:
+        raise InputError(f"weight {value!r} is negative", field=fld,
+                         expected="a non-negative quantity such as 1, 0.5 or 2")
+    return milli / 1000.0
+
+
+def _struct(value: object, type_: type[Any], fld: str) -> Any:
+    try:
+        return msgspec.convert(value, type_, strict=True)
+    except msgspec.ValidationError as err:
+        raise validation_error(str(err), value).at(field=fld) from None
+
+
+def _name(doc: Document) -> str:
+    meta = _map(doc.data.get("metadata"), "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise doc.error(f"the {doc.kind} has no name", field="metadata.name",
+                        expected="a non-empty metadata.name")
+    return name
+
+
+def _namespace(doc: Document) -> str:
+    meta = _map(doc.data.get("metadata"), "metadata")
+    return _str(meta.get("namespace"), "metadata.namespace") or DEFAULT_NAMESPACE
+
+
+# ---------------------------------------------------------------------------------------------
+# Kinds
+
+
+def _flavor(doc: Document) -> ResourceFlavor:
+    spec = _map(doc.data.get("spec"), "spec")
+    labels = _map(spec.get("nodeLabels"), "spec.nodeLabels")
+    taints = [_struct(t, Taint, f"spec.nodeTaints[{i}]")
+              for i, t in enumerate(_list(spec.get("nodeTaints"), "spec.nodeTaints"))]
+    for i, t in enumerate(taints):
+        if t.effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise InputError(f"unknown taint effect {t.effect!r}",
+                             field=f"spec.nodeTaints[{i}].effect",
+                             expected="NoSchedule, PreferNoSchedule or NoExecute")
+    tols = [_struct(t, Toleration, f"spec.tolerations[{i}]")
+            for i, t in enumerate(_list(spec.get("tolerations"), "spec.tolerations"))]
+    return ResourceFlavor(_name(doc), {str(k): str(v) for k, v in labels.items()}, taints, tols)
+
+
+def _resource_groups(raw: object, fld: str, *, cohort: bool) -> list[ResourceGroup]:
+    groups: list[ResourceGroup] = []
+    seen_flavors: dict[str, str] = {}
+    seen_resources: dict[str, str] = {}
+    items = _list(raw, fld)
+    if len(items) > MAX_RESOURCE_GROUPS:
+        raise InputError(f"{len(items)} resource groups", field=fld,
+                         expected=f"at most {MAX_RESOURCE_GROUPS}")
+    for gi, g in enumerate(items):
+        gf = f"{fld}[{gi}]"
+        gm = _map(g, gf)
+        raw_covered = _list(gm.get("coveredResources"), f"{gf}.coveredResources")
+        covered = [_str(r, f"{gf}.coveredResources[{i}]") for i, r in enumerate(raw_covered)]
+        if not covered:
+            raise InputError("coveredResources is empty", field=f"{gf}.coveredResources",
+                             expected="at least one resource name")
+        for r in covered:
+            if r in seen_resources:
+                raise InputError(f"resource {r!r} is covered by two resource groups",
+                                 field=f"{gf}.coveredResources",
+                                 expected="each resource in one group "
+                                          f"(first in {seen_resources[r]})")
+            seen_resources[r] = gf
+        flavors: list[FlavorQuotas] = []
+        raw_flavors = _list(gm.get("flavors"), f"{gf}.flavors")
+        if not raw_flavors or len(raw_flavors) > MAX_FLAVORS:
+            raise InputError(f"{len(raw_flavors)} flavors", field=f"{gf}.flavors",
+                             expected=f"between 1 and {MAX_FLAVORS} flavors")
+        for fi, fq in enumerate(raw_flavors):
+            ff = f"{gf}.flavors[{fi}]"
+            fm = _map(fq, ff)
+            fname = _str(fm.get("name"), f"{ff}.name")
+            if not fname:
+                raise InputError("the flavor has no name", field=f"{ff}.name",
+                                 expected="the name of a ResourceFlavor")
+            if fname in seen_flavors:
+                raise InputError(f"flavor {fname!r} is listed twice", field=f"{ff}.name",
+                                 expected="each flavor once per queue "
+                                          f"(first at {seen_flavors[fname]})")
+            seen_flavors[fname] = ff
+            quotas: dict[str, ResourceQuota] = {}
+            raw_res = _list(fm.get("resources"), f"{ff}.resources")
+            names = [_str(_map(r, f"{ff}.resources[{ri}]").get("name"),
+                          f"{ff}.resources[{ri}].name") for ri, r in enumerate(raw_res)]
+            if names != covered:
+                raise InputError(f"the flavor lists resources {names}", field=f"{ff}.resources",
+                                 expected=f"exactly the covered resources, in order: {covered}")
+            for ri, r in enumerate(raw_res):
+                rf = f"{ff}.resources[{ri}]"
+                rm = _map(r, rf)
+                rname = names[ri]
+                if "nominalQuota" not in rm:
+                    raise InputError("nominalQuota is missing", field=f"{rf}.nominalQuota",
+                                     expected="a quantity")
+                nominal = _quantity(rname, rm["nominalQuota"], f"{rf}.nominalQuota")
+                borrow = (None if rm.get("borrowingLimit") is None
+                          else _quantity(rname, rm["borrowingLimit"], f"{rf}.borrowingLimit"))
+                lend = (None if rm.get("lendingLimit") is None
+                        else _quantity(rname, rm["lendingLimit"], f"{rf}.lendingLimit"))
+                if lend is not None and not cohort and lend > nominal:
+                    raise InputError("lendingLimit is larger than nominalQuota",
+                                     field=f"{rf}.lendingLimit",
+                                     expected="a lendingLimit at most the nominalQuota")
+                quotas[rname] = ResourceQuota(nominal, borrow, lend)
+            flavors.append(FlavorQuotas(fname, quotas))
+        groups.append(ResourceGroup(covered, flavors))
+    return groups
+
+
+def _no_limits(groups: list[ResourceGroup], why: str) -> None:
+    """Borrowing and lending limits only make sense below a parent (Kueue's webhook)."""
+    for gi, g in enumerate(groups):
+        for fi, fq in enumerate(g.flavors):
+            for ri, (res, q) in enumerate(fq.resources.items()):
+                for name, limit in (("borrowingLimit", q.borrowing_limit),
+                                    ("lendingLimit", q.lending_limit)):
+                    if limit is not None:
+                        raise InputError(
+                            f"{name} is set for {res} but {why}",
+                            field=f"spec.resourceGroups[{gi}].flavors[{fi}].resources[{ri}]"
+                                  f".{name}",
+                            expected=f"no {name} without a parent to borrow from or lend to")
+
+
+def _preemption(raw: object, fld: str) -> Preemption:
+    m = _map(raw, fld)
+    bwc = _map(m.get("borrowWithinCohort"), f"{fld}.borrowWithinCohort")
+    p = Preemption(
+        within_cluster_queue=_enum(m.get("withinClusterQueue"), f"{fld}.withinClusterQueue",
+                                   WITHIN_CQ_POLICIES, "Never"),
+        reclaim_within_cohort=_enum(m.get("reclaimWithinCohort"), f"{fld}.reclaimWithinCohort",
+                                    RECLAIM_POLICIES, "Never"),
+        borrow_within_cohort=_enum(bwc.get("policy"), f"{fld}.borrowWithinCohort.policy",
+                                   BORROW_POLICIES, "Never"),
+        max_priority_threshold=_int(bwc.get("maxPriorityThreshold"),
+                                    f"{fld}.borrowWithinCohort.maxPriorityThreshold"),
+    )
+    return p
+
+
+def _fungibility(raw: object, fld: str) -> FlavorFungibility:
+    m = _map(raw, fld)
+
+    def policy(key: str, default: str) -> str:
+        val = _str(m.get(key), f"{fld}.{key}", default)
+        val = FUNGIBILITY_V1BETA1.get(val, val)
+        if val not in FUNGIBILITY_POLICIES:
+            raise InputError(f"unknown value {val!r}", field=f"{fld}.{key}",
+                             expected=" or ".join(FUNGIBILITY_POLICIES))
+        return val
+
+    pref = m.get("preference")
+    return FlavorFungibility(
+        when_can_borrow=policy("whenCanBorrow", "MayStopSearch"),
+        when_can_preempt=policy("whenCanPreempt", "TryNextFlavor"),
+        preference=None if pref is None else _enum(pref, f"{fld}.preference", PREFERENCES, ""),
+    )
+
+
+def _fair_weight(spec: dict[str, Any]) -> float:
+    fs = _map(spec.get("fairSharing"), "spec.fairSharing")
+    return _weight(fs.get("weight"), "spec.fairSharing.weight")
+
+
+def _cluster_queue(doc: Document) -> ClusterQueue:
+    spec = _map(doc.data.get("spec"), "spec")
+    v1beta1 = doc.api_version.endswith("v1beta1")
+    # v1beta1 calls the field cohort, v1beta2 cohortName.
+    key = "cohort" if v1beta1 else "cohortName"
+    cohort = _str(spec.get(key), f"spec.{key}")
+    ns_sel = spec.get("namespaceSelector")
+    selector = None if ns_sel is None else _struct(ns_sel, LabelSelector, "spec.namespaceSelector")
+    checks: list[str] = [
+        _str(c, f"spec.admissionChecks[{i}]")
+        for i, c in enumerate(_list(spec.get("admissionChecks"), "spec.admissionChecks"))]
+    strategy = _map(spec.get("admissionChecksStrategy"), "spec.admissionChecksStrategy")
+    for i, rule in enumerate(_list(strategy.get("admissionChecks"),
+                                   "spec.admissionChecksStrategy.admissionChecks")):
+        checks.append(_str(_map(rule, "").get("name"),
+                           f"spec.admissionChecksStrategy.admissionChecks[{i}].name"))
+    groups = _resource_groups(spec.get("resourceGroups"), "spec.resourceGroups", cohort=False)
+    if not cohort:
+        _no_limits(groups, "the ClusterQueue has no cohort")
+    return ClusterQueue(
+        name=_name(doc),
+        cohort=cohort,
+        # Unset, the selector matches no namespace (LabelSelectorAsSelector(nil) is Nothing);
+        # {} matches every namespace.
+        namespace_selector=selector,
+        queueing_strategy=_enum(spec.get("queueingStrategy"), "spec.queueingStrategy",
+                                QUEUEING_STRATEGIES, "BestEffortFIFO"),
+        resource_groups=groups,
+        preemption=_preemption(spec.get("preemption"), "spec.preemption"),
+        flavor_fungibility=_fungibility(spec.get("flavorFungibility"), "spec.flavorFungibility"),
+        fair_weight=_fair_weight(spec),
+        admission_checks=checks,
+        stop_policy=_enum(spec.get("stopPolicy"), "spec.stopPolicy",
+                          ("None", "Hold", "HoldAndDrain"), "None"),
+    )
+
+
+def _cohort(doc: Document) -> Cohort:
+    spec = _map(doc.data.get("spec"), "spec")
+    parent = _str(spec.get("parentName") if "parentName" in spec else spec.get("parent"),
+                  "spec.parentName")
+    name = _name(doc)
+    if parent == name:
+        raise doc.error(f"Cohort {name} names itself as parent", field="spec.parentName",
+                        expected="a different Cohort (or none)")
+    groups = _resource_groups(spec.get("resourceGroups"), "spec.resourceGroups", cohort=True)
+    if not parent:
+        _no_limits(groups, "the Cohort has no parent")
+    return Cohort(name, parent, groups, _fair_weight(spec))
+
+
+def _local_queue(doc: Document) -> LocalQueue:
+    spec = _map(doc.data.get("spec"), "spec")
+    cq = _str(spec.get("clusterQueue"), "spec.clusterQueue")
+    if not cq:
+        raise doc.error("the LocalQueue names no ClusterQueue", field="spec.clusterQueue",
+                        expected="the name of a ClusterQueue")
+    return LocalQueue(_namespace(doc), _name(doc), cq)
+
+
+def _requests_map(raw: object, fld: str) -> dict[str, int]:
+    return {str(k): _quantity(str(k), v, f"{fld}.{k}") for k, v in _map(raw, fld).items()}
+
+
+def _pod_spec(raw: object, fld: str) -> PodSpec:
+    spec: PodSpec = _struct(_map(raw, fld), PodSpec, fld)
+    return spec
+
+
+def _podset_requests(spec: PodSpec, fld: str) -> dict[str, int]:
+    try:
+        return dict(pod_requests(Pod(spec=spec)))
+    except InputError as err:
+        raise err.at(field=fld) from None
+
+
+def _admission(raw: object, fld: str) -> Admission:
+    m = _map(raw, fld)
+    cq = _str(m.get("clusterQueue"), f"{fld}.clusterQueue")
+    if not cq:
+        raise InputError("the admission names no ClusterQueue", field=f"{fld}.clusterQueue",
+                         expected="the ClusterQueue that reserved quota")
+    psas: list[PodSetAssignment] = []
+    for i, p in enumerate(_list(m.get("podSetAssignments"), f"{fld}.podSetAssignments")):
+        pf = f"{fld}.podSetAssignments[{i}]"
+        pm = _map(p, pf)
+        flavors = {str(k): _str(v, f"{pf}.flavors.{k}")
+                   for k, v in _map(pm.get("flavors"), f"{pf}.flavors").items()}
+        usage = _requests_map(pm.get("resourceUsage"), f"{pf}.resourceUsage")
+        psas.append(PodSetAssignment(_str(pm.get("name"), f"{pf}.name", "main"),
+                                     _int(pm.get("count"), f"{pf}.count", 0) or 0,
+                                     flavors, usage))
+    return Admission(cq, psas)
+
+
+def _condition(status: dict[str, Any], ctype: str) -> dict[str, Any] | None:
+    for c in _list(status.get("conditions"), "status.conditions"):
+        if isinstance(c, dict) and c.get("type") == ctype:
+            return c
+    return None
+
+
+def _workload(doc: Document, objs: KueueObjects, pcs: dict[str, int]) -> Workload:
+    meta = _map(doc.data.get("metadata"), "metadata")
+    spec = _map(doc.data.get("spec"), "spec")
+    status = _map(doc.data.get("status"), "status")
+    podsets: list[PodSet] = []
+    raw_ps = _list(spec.get("podSets"), "spec.podSets")
+    if not raw_ps:
+        raise doc.error("the Workload has no podSets", field="spec.podSets",
+                        expected="between 1 and 8 podSets")
+    names: set[str] = set()
+    for i, p in enumerate(raw_ps):
+        pf = f"spec.podSets[{i}]"
+        pm = _map(p, pf)
+        name = _str(pm.get("name"), f"{pf}.name", "main")
+        if name in names:
+            raise doc.error(f"podSet {name!r} is defined twice", field=f"{pf}.name",
+                            expected="unique podSet names")
+        names.add(name)
+        count = _int(pm.get("count"), f"{pf}.count", 1)
+        assert count is not None
+        if count < 0:
+            raise doc.error(f"count {count} is negative", field=f"{pf}.count",
+                            expected="a count of 0 or more")
+        min_count = _int(pm.get("minCount"), f"{pf}.minCount")
+        if min_count is not None and not 0 <= min_count <= count:
+            raise doc.error(f"minCount {min_count} is outside 0..count ({count})",
+                            field=f"{pf}.minCount", expected="0 <= minCount <= count")
+        template = _map(pm.get("template"), f"{pf}.template")
+        pspec = _pod_spec(template.get("spec"), f"{pf}.template.spec")
+        topology = _map(pm.get("topologyRequest"), f"{pf}.topologyRequest")
+        podsets.append(PodSet(name, count, _podset_requests(pspec, f"{pf}.template.spec"),
+                              min_count, pspec,
+                              _str(topology.get("podSetGroupName"),
+                                   f"{pf}.topologyRequest.podSetGroupName")))
+    wl = Workload(
+        namespace=_namespace(doc), name=_name(doc),
+        queue_name=_str(spec.get("queueName"), "spec.queueName"),
+        podsets=podsets, uid=_str(meta.get("uid"), "metadata.uid"),
+        active=spec.get("active", True) is not False, source="Workload")
+    if meta.get("creationTimestamp") is not None:
+        wl.creation_time = parse_time(meta["creationTimestamp"], "metadata.creationTimestamp")
+    if "priorityClassRef" in spec:
+        # v1beta2: {group, kind, name} replaces priorityClassName and priorityClassSource.
+        ref = _map(spec["priorityClassRef"], "spec.priorityClassRef")
+        kind = _enum(ref.get("kind"), "spec.priorityClassRef.kind",
+                     ("WorkloadPriorityClass", "PriorityClass"), "")
+        source = (WORKLOAD_PRIORITY_CLASS_SOURCE if kind == "WorkloadPriorityClass"
+                  else POD_PRIORITY_CLASS_SOURCE)
+        _set_priority(wl, ref.get("name"), source, spec.get("priority"), objs, pcs,
+                      "spec.priorityClassRef.name")
+    else:
+        _set_priority(wl, spec.get("priorityClassName"), spec.get("priorityClassSource"),
+                      spec.get("priority"), objs, pcs, "spec.priorityClassName")
+    if status.get("admission") is not None:
+        wl.admission = _admission(status["admission"], "status.admission")
+        cond = _condition(status, "QuotaReserved")
+        if cond is not None and cond.get("status") == "False":
+            wl.admission = None
+        elif cond is not None and cond.get("lastTransitionTime") is not None:
+            wl.quota_reserved_time = parse_time(cond["lastTransitionTime"],
+                                                "status.conditions.lastTransitionTime")
+    evicted = _condition(status, "Evicted")
+    wl.evicted = evicted is not None and evicted.get("status") == "True"
+    ready = _condition(status, "PodsReady")
+    wl.pods_ready = ready is not None and ready.get("status") == "True"
+    rq = _map(status.get("requeueState"), "status.requeueState")
+    wl.requeue_count = _int(rq.get("count"), "status.requeueState.count", 0) or 0
+    if rq.get("requeueAt") is not None:
+        wl.requeue_at = parse_time(rq["requeueAt"], "status.requeueState.requeueAt")
+    return wl
+
+
+def _set_priority(wl: Workload, pc_name: object, source: object, value: object,
+                  objs: KueueObjects, pcs: dict[str, int], name_field: str,
+                  priority_field: str = "spec.priority") -> None:
+    """A workload's priority: an explicit value, else its (Workload)PriorityClass's."""
+    name = _str(pc_name, name_field)
+    src = _str(source, "spec.priorityClassSource")
+    wl.priority_class = name
+    explicit = _int(value, priority_field)
+    if explicit is not None:
+        wl.priority = explicit
+        return
+    if not name:
+        return
+    if src == WORKLOAD_PRIORITY_CLASS_SOURCE or (not src and name in objs.priority_classes):
+        if name not in objs.priority_classes:
+            raise InputError(f"WorkloadPriorityClass {name!r} does not exist",
+                             field=name_field,
+                             expected="the name of a WorkloadPriorityClass in the manifests")
+        wl.priority = objs.priority_classes[name]
+        return
+    if name not in pcs:
+        raise InputError(f"PriorityClass {name!r} does not exist",
+                         field=name_field,
+                         expected="the name of a PriorityClass in the manifests")
+    wl.priority = pcs[name]
+
+
+def _pc_values(classes: list[PriorityClass]) -> dict[str, int]:
+    return {pc.metadata.name: pc.value for pc in classes}
+
+
+def _global_default(classes: list[PriorityClass]) -> int:
+    for pc in classes:
+        if pc.global_default:
+            return pc.value
+    return 0
+
+
+def _job_workload(doc: Document, objs: KueueObjects, pcs: dict[str, int],
+                  default_priority: int) -> Workload | None:
+    meta = _map(doc.data.get("metadata"), "metadata")
+    labels = _map(meta.get("labels"), "metadata.labels")
+    queue = labels.get(QUEUE_LABEL)
+    if not queue:
+        return None
+    spec = _map(doc.data.get("spec"), "spec")
+    template = _map(spec.get("template"), "spec.template")
+    pspec = _pod_spec(template.get("spec"), "spec.template.spec")
+    parallelism = _int(spec.get("parallelism"), "spec.parallelism", 1)
+    completions = _int(spec.get("completions"), "spec.completions")
+    assert parallelism is not None
+    count = parallelism if completions is None else min(parallelism, completions)
+    annotations = _map(meta.get("annotations"), "metadata.annotations")
+    min_count = None
+    if JOB_MIN_PARALLELISM_ANNOTATION in annotations:
+        raw = annotations[JOB_MIN_PARALLELISM_ANNOTATION]
+        try:
+            min_count = int(str(raw))
+        except ValueError:
+            raise doc.error(f"{raw!r} is not an integer",
+                            field=f"metadata.annotations.{JOB_MIN_PARALLELISM_ANNOTATION}",
+                            expected="an integer between 1 and parallelism") from None
+        if not 0 < min_count <= count:
+            raise doc.error(f"min parallelism {min_count} is outside 1..{count}",
+                            field=f"metadata.annotations.{JOB_MIN_PARALLELISM_ANNOTATION}",
+                            expected="an integer between 1 and parallelism")
+    name = _name(doc)
+    wl = Workload(namespace=_namespace(doc), name=f"job-{name}", queue_name=str(queue),
+                  podsets=[PodSet("main", count,
+                                  _podset_requests(pspec, "spec.template.spec"), min_count,
+                                  pspec)],
+                  uid=_str(meta.get("uid"), "metadata.uid"), source="Job")
+    if meta.get("creationTimestamp") is not None:
+        wl.creation_time = parse_time(meta["creationTimestamp"], "metadata.creationTimestamp")
+    _priority_from_labels(wl, labels, pspec, objs, pcs, default_priority)
+    return wl
+
+
+def _priority_from_labels(wl: Workload, labels: dict[str, Any], pspec: PodSpec,
+                          objs: KueueObjects, pcs: dict[str, int], default_priority: int) -> None:
+    wpc = labels.get(PRIORITY_CLASS_LABEL)
+    if wpc:
+        _set_priority(wl, str(wpc), WORKLOAD_PRIORITY_CLASS_SOURCE, None, objs, pcs,
+                      f"metadata.labels.{PRIORITY_CLASS_LABEL}")
+        return
+    if pspec.priority_class_name:
+        _set_priority(wl, pspec.priority_class_name, POD_PRIORITY_CLASS_SOURCE, pspec.priority,
+                      objs, pcs, "spec.priorityClassName")
+        return
+    wl.priority = pspec.priority if pspec.priority is not None else default_priority
+
+
+def _signature(pod: Pod) -> str:
+    """The pod's role: a hash of the fields that matter for admission and scheduling (KEP-976:
+    non-Kueue labels, images, requests, node selection, tolerations, priority, spread,
+    overhead)."""
+    spec = pod.spec
+    data = {"labels": sorted((k, v) for k, v in pod.metadata.labels.items()
+                             if not k.startswith("kueue.x-k8s.io/")),
+            "images": [c.image for c in (*spec.init_containers, *spec.containers)],
+            "requests": sorted(pod_requests(pod).items()),
+            "nodeSelector": sorted(spec.node_selector.items()),
+            "tolerations": [msgspec.to_builtins(t) for t in spec.tolerations],
+            "affinity": msgspec.to_builtins(spec.affinity) if spec.affinity else None,
+            "priority": [spec.priority, spec.priority_class_name, spec.preemption_policy],
+            "spread": [msgspec.to_builtins(t) for t in spec.topology_spread_constraints],
+            "overhead": sorted(spec.overhead.items())}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def _pod_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int],
+                   default_priority: int) -> list[Workload]:
+    """Plain pods (one Workload each) and pod groups (one Workload per complete group), as
+    Kueue's pod integration builds them; incomplete groups are recorded, not queued."""
+    out: list[Workload] = []
+    groups: dict[tuple[str, str], list[Pod]] = {}
+    for pod in manifests.pods:
+        labels = pod.metadata.labels
+        if QUEUE_LABEL not in labels or pod.spec.node_name or \
+                pod.metadata.namespace in UNMANAGED_NAMESPACES:
+            continue
+        group = labels.get(POD_GROUP_LABEL)
+        if group:
+            groups.setdefault((pod.metadata.namespace, group), []).append(pod)
+            continue
+        wl = Workload(namespace=pod.metadata.namespace, name=f"pod-{pod.metadata.name}",
+                      queue_name=labels[QUEUE_LABEL],
+                      podsets=[PodSet("main", 1, dict(pod_requests(pod)), None, pod.spec)],
+                      uid=pod.metadata.uid, source="Pod", pods={pod.key: "main"})
+        if pod.metadata.creation_timestamp:
+            wl.creation_time = parse_time(pod.metadata.creation_timestamp,
+                                          "metadata.creationTimestamp")
+        _located(manifests, pod, lambda w=wl, p=pod: _priority_from_labels(
+            w, p.metadata.labels, p.spec, objs, pcs, default_priority))
+        out.append(wl)
+    for (ns, group), pods in sorted(groups.items()):
+        first = pods[0]
+        totals = {p.metadata.annotations.get(POD_GROUP_TOTAL_ANNOTATION) for p in pods}
+        fld = f"metadata.annotations.{POD_GROUP_TOTAL_ANNOTATION}"
+        raw_total = first.metadata.annotations.get(POD_GROUP_TOTAL_ANNOTATION)
+        if raw_total is None:
+            raise _pod_error(manifests, first, "the pod group has no total count", fld,
+                             "the number of pods in the group, as a string")
+        if len(totals) > 1:
+            raise _pod_error(manifests, first,
+                             f"the pods of group {group} disagree on the total count "
+                             f"({', '.join(sorted(str(t) for t in totals))})", fld,
+                             "the same total count on every pod of the group")
+        try:
+            total = int(raw_total)
+        except ValueError:
+            raise _pod_error(manifests, first, f"{raw_total!r} is not an integer", fld,
+                             "the number of pods in the group") from None
+        if total < len(pods):
+            raise _pod_error(manifests, first,
+                             f"the pod group {group} has {len(pods)} pods but a total count of "
+                             f"{total}", fld, "a total count at least the number of pods in "
+                             "the group")
+        if total > len(pods):
+            # Kueue builds the Workload only once every pod of the group exists.
+            objs.incomplete_groups[f"{ns}/{group}"] = (
+                f"waiting for {total - len(pods)} more pod(s) of group {group} "
+                f"(total count {total})")
+            continue
+        roles: dict[str, list[Pod]] = {}
+        owned: dict[str, str] = {}
+        for pod in pods:
+            sig = _signature(pod)
+            roles.setdefault(sig, []).append(pod)
+            owned[pod.key] = sig
+        podsets = []
+        for sig, members in sorted(roles.items()):
+            podsets.append(PodSet(sig, len(members), dict(pod_requests(members[0])), None,
+                                  members[0].spec))
+        wl = Workload(namespace=ns, name=group, queue_name=first.metadata.labels[QUEUE_LABEL],
+                      podsets=podsets, uid=first.metadata.uid, source="PodGroup",
+                      pods=owned)
+        stamps = [parse_time(p.metadata.creation_timestamp, "metadata.creationTimestamp")
+                  for p in pods if p.metadata.creation_timestamp]
+        if stamps:
+            wl.creation_time = min(stamps)
+        _located(manifests, first, lambda w=wl, p=first: _priority_from_labels(
+            w, p.metadata.labels, p.spec, objs, pcs, default_priority))
+        out.append(wl)
+    return out
+
+
+def _pod_error(manifests: Manifests, pod: Pod, message: str, fld: str,
+               expected: str) -> InputError:
+    doc = manifests.origin("Pod", pod.metadata.name, pod.metadata.namespace)
+    err = InputError(message, field=fld, expected=expected)
+    return doc.locate(err) if doc is not None else err
+
+
+def _located(manifests: Manifests, pod: Pod, fn: Any) -> None:
+    try:
+        fn()
+    except InputError as err:
+        doc = manifests.origin("Pod", pod.metadata.name, pod.metadata.namespace)
+        raise (doc.locate(err) if doc is not None else err) from None
+
+
+def _configuration(doc: Document) -> KueueConfiguration:
+    fs = _map(doc.data.get("fairSharing"), "fairSharing")
+    strategies = tuple(_enum(s, f"fairSharing.preemptionStrategies[{i}]", FS_STRATEGIES, "")
+                       for i, s in enumerate(_list(fs.get("preemptionStrategies"),
+                                                   "fairSharing.preemptionStrategies")))
+    if strategies and strategies not in (
+            ("LessThanOrEqualToFinalShare",), ("LessThanInitialShare",),
+            ("LessThanOrEqualToFinalShare", "LessThanInitialShare")):
+        raise InputError(f"unsupported strategy list {list(strategies)}",
+                         field="fairSharing.preemptionStrategies",
+                         expected="[LessThanOrEqualToFinalShare], [LessThanInitialShare] or "
+                                  "[LessThanOrEqualToFinalShare, LessThanInitialShare]")
+    w = _map(doc.data.get("waitForPodsReady"), "waitForPodsReady")
+    rs = _map(w.get("requeuingStrategy"), "waitForPodsReady.requeuingStrategy")
+    timeout = 300.0
+    if w.get("timeout") is not None:
+        timeout = _duration(w["timeout"], "waitForPodsReady.timeout")
+    block = w.get("blockAdmission")
+    if block is not None and not isinstance(block, bool):
+        raise InputError(f"{block!r} is not a boolean", field="waitForPodsReady.blockAdmission",
+                         expected="true or false")
+    wfpr = WaitForPodsReady(
+        enable=_section_enabled(doc, "waitForPodsReady"),
+        timeout_seconds=timeout,
+        block_admission=bool(block) if block is not None else False,
+        requeuing=RequeuingStrategy(
+            timestamp=_enum(rs.get("timestamp"), "waitForPodsReady.requeuingStrategy.timestamp",
+                            ("Eviction", "Creation"), "Eviction"),
+            backoff_limit_count=_int(rs.get("backoffLimitCount"),
+                                     "waitForPodsReady.requeuingStrategy.backoffLimitCount"),
+            backoff_base_seconds=_int(rs.get("backoffBaseSeconds"),
+                                      "waitForPodsReady.requeuingStrategy.backoffBaseSeconds",
+                                      60) or 60,
+            backoff_max_seconds=_int(rs.get("backoffMaxSeconds"),
+                                     "waitForPodsReady.requeuingStrategy.backoffMaxSeconds",
+                                     3600) or 3600,
+        ))
+    gates = _map(doc.data.get("featureGates"), "featureGates")
+    for gate, val in gates.items():
+        if gate not in FEATURE_GATES:
+            raise InputError(f"unsupported feature gate {gate!r}", field=f"featureGates.{gate}",
+                             expected="one of " + ", ".join(FEATURE_GATES))
+        if not isinstance(val, bool):
+            raise InputError(f"{val!r} is not a boolean", field=f"featureGates.{gate}",
+                             expected="true or false")
+    return KueueConfiguration(
+        partial_admission=gates.get("PartialAdmission", True) is not False,
+        fair_sharing=_section_enabled(doc, "fairSharing"),
+        preemption_strategies=strategies or ("LessThanOrEqualToFinalShare",
+                                             "LessThanInitialShare"),
+        wait_for_pods_ready=wfpr)
+
+
+def _section_enabled(doc: Document, section: str) -> bool:
+    """v1beta1 switches fairSharing and waitForPodsReady with ``enable``; v1beta2 dropped the
+    field: the section being present turns the feature on."""
+    data = _map(doc.data.get(section), section)
+    if doc.api_version.endswith("v1beta2"):
+        if "enable" in data:
+            raise InputError(f"{section}.enable is not a v1beta2 field", field=f"{section}.enable",
+                             expected=f"no enable field: in v1beta2 the {section} section "
+                                      "itself enables the feature (or use v1beta1)")
+        return section in doc.data
+    enable = data.get("enable", False)
+    if not isinstance(enable, bool):
+        raise InputError(f"{enable!r} is not a boolean", field=f"{section}.enable",
+                         expected="true or false")
+    return enable
+
+
+def _duration(value: object, fld: str) -> float:
+    """A Go duration string such as 5m, 300s or 1h30m."""
+    import re
+
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{value!r} is not a duration", field=fld,
+                         expected='a duration such as "300s", "5m" or "1h30m"')
+    total = 0.0
+    pos = 0
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "ns": 1e-9}
+    for m in re.finditer(r"(\d+(?:\.\d+)?)(ms|us|ns|h|m|s)", value):
+        if m.start() != pos:
+            break
+        total += float(m[1]) * units[m[2]]
+        pos = m.end()
+    if pos != len(value):
+        raise InputError(f"{value!r} is not a duration", field=fld,
+                         expected='a duration such as "300s", "5m" or "1h30m"')
+    return total
+
+
+def _check_cohort_cycles(objs: KueueObjects, docs: dict[str, Document]) -> None:
+    for start in sorted(objs.cohorts):
+        seen: list[str] = []
+        node = start
+        while node and node in objs.cohorts:
+            if node in seen:
+                cycle = [*seen[seen.index(node):], node]
+                doc = docs.get(start)
+                err = InputError(f"cohorts form a cycle: {' -> '.join(cycle)}",
+                                 field="spec.parentName",
+                                 expected="a tree of Cohorts (no Cohort is its own ancestor)")
+                raise (doc.locate(err) if doc is not None else err)
+            seen.append(node)
+            node = objs.cohorts[node].parent
+
+
+def load_kueue(manifests: Manifests) -> KueueObjects:
+    """Read every Kueue object (and queue-labelled Job/Pod) in ``manifests``."""
+    objs = KueueObjects()
+    objs.namespaces = {ns.metadata.name: dict(ns.metadata.labels) for ns in manifests.namespaces}
+    pcs = _pc_values(manifests.priority_classes)
+    default_priority = _global_default(manifests.priority_classes)
+    docs = manifests.of_kind("WorkloadPriorityClass")
+    for doc in docs:
+        value = doc.data.get("value")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise doc.error(f"{value!r} is not an integer", field="value",
+                            expected="an integer priority value")
+        objs.priority_classes[_name(doc)] = value
+    seen_configs: Document | None = None
+    cohort_docs: dict[str, Document] = {}
+    for doc in manifests.other:
+        kind = doc.kind
+        try:
+            if kind == "ResourceFlavor":
+                fl = _flavor(doc)
+                _unique(objs.flavors, fl.name, doc)
+                objs.flavors[fl.name] = fl
+            elif kind == "ClusterQueue":
+                cq = _cluster_queue(doc)
+                _unique(objs.cluster_queues, cq.name, doc)
+                objs.cluster_queues[cq.name] = cq
+            elif kind == "Cohort":
+                co = _cohort(doc)
+                _unique(objs.cohorts, co.name, doc)
+                objs.cohorts[co.name] = co
+                cohort_docs[co.name] = doc
+            elif kind == "LocalQueue":
+                lq = _local_queue(doc)
+                key = f"{lq.namespace}/{lq.name}"
+                _unique(objs.local_queues, key, doc)
+                objs.local_queues[key] = lq
+            elif kind == "Configuration":
+                if seen_configs is not None:
+                    raise doc.error("a second Kueue Configuration", field="kind",
+                                    expected="at most one config.kueue.x-k8s.io Configuration")
+                seen_configs = doc
+                objs.config = _configuration(doc)
+        except InputError as err:
+            raise doc.locate(err) from None
+    origins: dict[str, Document | None] = {}
+    for doc in manifests.other:
+        try:
+            wl: Workload | None = None
+            if doc.kind == "Workload":
+                wl = _workload(doc, objs, pcs)
+            elif doc.kind == "Job":
+                wl = _job_workload(doc, objs, pcs, default_priority)
+        except InputError as err:
+            raise doc.locate(err) from None
+        if wl is not None:
+            _add_workload(objs, origins, wl, doc)
+    for wl in _pod_workloads(manifests, objs, pcs, default_priority):
+        first = next(iter(wl.pods))
+        ns, name = first.split("/", 1)
+        _add_workload(objs, origins, wl, manifests.origin("Pod", name, ns))
+    _check_cohort_cycles(objs, cohort_docs)
+    return objs
+
+
+def _add_workload(objs: KueueObjects, origins: dict[str, Document | None], wl: Workload,
+                  doc: Document | None) -> None:
+    if wl.key in origins:
+        first = next(w for w in objs.workloads if w.key == wl.key)
+        err = InputError(f"Workload {wl.key} is defined twice (from a {first.source} and a "
+                         f"{wl.source})", field="metadata.name",
+                         expected="unique Workload names per namespace (Jobs become job-<name>, "
+                                  "Pods pod-<name>, pod groups the group's name)")
+        raise doc.locate(err) if doc is not None else err
+    origins[wl.key] = doc
+    objs.workloads.append(wl)
+
+
+def _unique(existing: dict[str, Any], key: str, doc: Document) -> None:
+    if key in existing:
+        raise doc.error(f"{doc.kind} {key} is defined twice", field="metadata.name",
+                        expected="unique names")

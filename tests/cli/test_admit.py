@@ -1,0 +1,153 @@
+"""``kubeberth admit``: the JSON contract, the table, --cycles, --now and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from kubeberth.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "kueue" / "admission.yaml"
+STATES = {"Admitted", "QuotaReserved", "Pending", "Inadmissible", "Preempted"}
+REASONS = {"InClusterQueue", "InCohortReclamation", "InCohortReclaimWhileBorrowing",
+           "InCohortFairSharing"}
+
+
+def _invoke(*args: str) -> Any:
+    return CliRunner().invoke(app, ["admit", *args])
+
+
+def test_json_contract_shape() -> None:
+    result = _invoke("-f", str(EXAMPLE), "-o", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data) == {"workloads", "preempted"}
+    for w in data["workloads"]:
+        assert set(w) == {"name", "clusterQueue", "state", "reason", "flavors"}
+        assert w["state"] in STATES
+        assert "/" in w["name"]
+        for per_resource in w["flavors"].values():
+            assert all(isinstance(f, str) for f in per_resource.values())
+    for p in data["preempted"]:
+        assert set(p) == {"workload", "by", "reason"} and p["reason"] in REASONS
+    assert [w["name"] for w in data["workloads"]] == sorted(w["name"] for w in
+                                                             data["workloads"])
+
+
+def test_example_outcome() -> None:
+    data = json.loads(_invoke("-f", str(EXAMPLE), "-o", "json").stdout)
+    rows = {w["name"]: w for w in data["workloads"]}
+    assert rows["team-a/job-a-train"]["state"] == "Admitted"
+    assert rows["team-a/job-a-train"]["flavors"] == {"main": {"cpu": "a100",
+                                                              "nvidia.com/gpu": "a100"}}
+    assert rows["team-b/b-train"]["state"] == "Preempted"
+    assert data["preempted"] == [{"workload": "team-b/b-train", "by": "team-a/job-a-train",
+                                  "reason": "InCohortReclamation"}]
+    assert rows["team-b/pod-b-notebook"]["state"] == "Pending"
+
+
+def test_cycles_one_stops_after_issuing_preemption() -> None:
+    data = json.loads(_invoke("-f", str(EXAMPLE), "-o", "json", "--cycles", "1").stdout)
+    rows = {w["name"]: w for w in data["workloads"]}
+    assert rows["team-a/job-a-train"] == {
+        "name": "team-a/job-a-train", "clusterQueue": "team-a", "state": "Pending",
+        "reason": "WaitingForPreemptedWorkloads", "flavors": {}}
+    # The victim still holds its quota until its eviction is observed.
+    assert rows["team-b/b-train"]["state"] == "Preempted"
+    assert rows["team-b/b-train"]["flavors"] == {"main": {"cpu": "a100",
+                                                          "nvidia.com/gpu": "a100"}}
+
+
+def test_output_is_deterministic() -> None:
+    first = _invoke("-f", str(EXAMPLE), "-o", "json").stdout
+    assert first == _invoke("-f", str(EXAMPLE), "-o", "json").stdout
+
+
+def test_table_output() -> None:
+    result = _invoke("-f", str(EXAMPLE))
+    assert result.exit_code == 0
+    assert "Kueue admission after" in result.stdout
+    assert "Preemptions" in result.stdout
+    assert "InCohortReclamation" in result.stdout
+
+
+def test_now_option(tmp_path: Path) -> None:
+    result = _invoke("-f", str(EXAMPLE), "-o", "json", "--now", "2030-01-01T00:00:00Z")
+    assert result.exit_code == 0
+    bad = _invoke("-f", str(EXAMPLE), "--now", "yesterday")
+    assert bad.exit_code == 2
+    assert "--now" in bad.output and "'yesterday' is not a timestamp" in bad.output
+
+
+def test_bad_input_exits_2_with_location(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\n"
+                    "metadata: {name: cq}\nspec:\n  queueingStrategy: LIFO\n")
+    result = _invoke("-f", str(path))
+    assert result.exit_code == 2
+    assert "bad.yaml:5: field spec.queueingStrategy: unknown value 'LIFO'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_missing_file_exits_2(tmp_path: Path) -> None:
+    result = _invoke("-f", str(tmp_path / "nope.yaml"))
+    assert result.exit_code == 2
+    assert "no such file or directory" in result.output
+
+
+def test_incomplete_pod_group_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "group.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: driver\n  labels:\n"
+                    "    kueue.x-k8s.io/queue-name: q\n    kueue.x-k8s.io/pod-group-name: spark\n"
+                    "  annotations:\n    kueue.x-k8s.io/pod-group-total-count: '3'\n"
+                    "spec: {containers: [{name: c}]}\n")
+    data = json.loads(_invoke("-f", str(path), "-o", "json").stdout)
+    assert data["workloads"] == [{"name": "default/spark", "clusterQueue": "",
+                                  "state": "Pending", "reason": "WaitingForPods",
+                                  "flavors": {}}]
+    table = CliRunner().invoke(app, ["admit", "-f", str(path)], env={"COLUMNS": "250"}).stdout
+    assert "waiting for 2 more pod(s) of group spark (total count 3)" in table
+
+
+def test_cycles_must_be_positive() -> None:
+    assert _invoke("-f", str(EXAMPLE), "--cycles", "0").exit_code == 2
+
+
+def _split_example(tmp_path: Path) -> Path:
+    """The example manifest split into one file per document, in a directory."""
+    import yaml
+
+    folder = tmp_path / "manifests"
+    folder.mkdir()
+    for i, doc in enumerate(yaml.safe_load_all(EXAMPLE.read_text())):
+        (folder / f"{i:02d}.yaml").write_text(yaml.safe_dump(doc))
+    return folder
+
+
+def test_directory_and_multiple_files_give_the_same_result(tmp_path: Path) -> None:
+    whole = json.loads(_invoke("-f", str(EXAMPLE), "-o", "json").stdout)
+    folder = _split_example(tmp_path)
+    by_dir = json.loads(_invoke("-f", str(folder), "-o", "json").stdout)
+    files = sorted(folder.iterdir())
+    args = [a for f in files for a in ("-f", str(f))]
+    by_files = json.loads(_invoke(*args, "-o", "json").stdout)
+    assert whole == by_dir == by_files
+
+
+def test_stdin(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["admit", "-f", "-", "-o", "json"],
+                                input=EXAMPLE.read_text())
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == json.loads(_invoke("-f", str(EXAMPLE), "-o",
+                                                           "json").stdout)
+
+
+def test_help_lists_the_options() -> None:
+    result = CliRunner().invoke(app, ["admit", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for option in ("--filename", "--output", "--cycles", "--now"):
+        assert option in result.stdout
