@@ -1,3 +1,5 @@
+from collections import Counter
+
 import msgspec
 import numpy as np
 import pytest
@@ -7,7 +9,8 @@ from kubeberth.api.objects import Node, Pod
 from kubeberth.config.types import PluginRef, PluginSet, Profile
 from kubeberth.framework.cycle_state import CycleState
 from kubeberth.framework.handle import Handle
-from kubeberth.framework.runtime import Framework, num_feasible_nodes_to_find
+from kubeberth.framework.runtime import FilterOutcome, Framework, num_feasible_nodes_to_find
+from kubeberth.framework.status import FilterResult
 from kubeberth.state.cluster import ClusterState, make_pod_info
 
 from .fakes import registry
@@ -135,3 +138,53 @@ def test_pre_filter_narrows_and_skips() -> None:
 ])
 def test_num_feasible_nodes_to_find(pct: int, n: int, want: int) -> None:
     assert num_feasible_nodes_to_find(pct, n) == want
+
+
+def _outcome_for(snap: ClusterState, fw: Framework, nodes: np.ndarray) -> FilterOutcome:
+    pi = make_pod_info(msgspec.convert({"metadata": {"name": "p"}}, Pod))
+    return fw.run_filters(CycleState(), pi, snap, nodes)
+
+
+def _histogram(out: FilterOutcome) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for pos in np.flatnonzero(out.codes != 0):
+        counts.update(out.reasons_at(int(pos)))
+    return counts
+
+
+def test_reason_counts_match_node_by_node_reasons_across_batches() -> None:
+    snap = cluster(9)
+    fw = fw_for(profile(multiPoint=multi("Sort", "Binder", "NotZero", "EvenOnly")), snap)
+    ids = snap.node_ids()
+    out = FilterOutcome.concat(_outcome_for(snap, fw, ids[:4]), _outcome_for(snap, fw, ids[4:]))
+    assert out.codes.tolist() == [3, 2, 0, 2, 0, 2, 0, 2, 0]
+    assert out.reasons_at(5) == out.reasons_at(1) != ()
+    # A verdict decided after the filters (a nominated pod counted) overrides the plugin's.
+    out.codes[2] = 2
+    out.first_plugin[2] = 1
+    out.overrides[2] = ("nominated pods take the room",)
+    assert out.reasons_at(2) == ("nominated pods take the room",)
+    assert out.reason_counts() == _histogram(out)
+    assert out.reason_counts()["node zero"] == 1
+
+
+def test_lazy_filter_reasons_are_built_once_and_only_when_read() -> None:
+    calls: list[int] = []
+
+    def explain() -> tuple[np.ndarray, list[tuple[str, ...]]]:
+        calls.append(1)
+        return np.array([0, 1], dtype=np.int32), [(), ("too small",)]
+
+    res = FilterResult(np.array([0, 2], dtype=np.int8), explain=explain)
+    assert calls == []
+    assert res.reasons[int(res.reason_ids[1])] == ("too small",)
+    assert res.status(1, "P").reasons == ("too small",)
+    assert calls == [1]
+    with pytest.raises(ValueError):
+        FilterResult(np.zeros(1, dtype=np.int8))
+
+
+def test_passing_verdicts_share_read_only_arrays() -> None:
+    a, b = FilterResult.passing(3), FilterResult.passing(3)
+    assert a.passes_all and a.codes is b.codes
+    assert not a.codes.flags.writeable

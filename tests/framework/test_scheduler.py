@@ -171,3 +171,48 @@ def test_gated_pods_are_reported_not_attempted(tmp_path: Path) -> None:
     assert by_pod["default/free"]["selectedNode"] == "n"
     assert by_pod["default/gated"]["result"] == "SchedulingGated"
     assert by_pod["default/gated"]["nodes"] == {}
+
+
+def _mixed_scheduler(nodes: int) -> tuple[Scheduler, ClusterState]:
+    """Nodes of four shapes, every seventh cordoned, so filters reject some of them."""
+    snap = ClusterState()
+    for i in range(nodes):
+        snap.add_node(msgspec.convert({
+            "metadata": {"name": f"n{i:05d}"},
+            "spec": {"unschedulable": i % 7 == 3},
+            "status": {"allocatable": {"cpu": str(2 + 2 * (i % 4)), "memory": f"{4 + i % 3}Gi",
+                                       "pods": "30"}}}, Node))
+
+    def bind(_p: PodInfo, _n: str) -> Status:
+        return SUCCESS
+
+    def evict(victim: PodInfo, _by: PodInfo) -> None:
+        snap.remove_pod(victim)
+
+    return Scheduler(load_scheduler_config(None), in_tree_registry(), snap,
+                     clock=lambda: 0.0, seed=3, binder=bind, evictor=evict), snap
+
+
+@pytest.mark.parametrize("nodes", [300, 5000])
+def test_fast_path_decides_what_the_recorded_path_decides(nodes: int) -> None:
+    """Without recording, a cycle may judge every node at once and read the verdicts in
+    rotated order (300 nodes) or filter in rotated batches (5,000 nodes); either way it must
+    pick the node, count the evaluated nodes and move the start index as the recorded
+    (node by node in rotated order) cycle does."""
+    runs = []
+    for record in (False, True):
+        sched, _snap = _mixed_scheduler(nodes)
+        decisions = []
+        for i in range(40):
+            pod = msgspec.convert({"metadata": {"name": f"p{i}"}, "spec": {"containers": [
+                {"resources": {"requests": {"cpu": f"{1 + i % 5}", "memory": "1Gi"}}}]}}, Pod)
+            sched.add(make_pod_info(pod, seq=i))
+            res = sched.schedule_one(record=record)
+            assert res is not None
+            decisions.append((res.outcome, res.node, res.evaluated, res.feasible,
+                              sched.next_start_node_index))
+            if res.outcome == "assumed":
+                sched.bind(res)
+        runs.append(decisions)
+    assert runs[0] == runs[1]
+    assert any(d[0] == "assumed" for d in runs[0])
