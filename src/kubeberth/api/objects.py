@@ -256,6 +256,7 @@ class PodDisruptionBudgetSpec(_K8s):
     min_available: int | str | None = None
     max_unavailable: int | str | None = None
     selector: LabelSelector | None = None
+    unhealthy_pod_eviction_policy: str | None = None
 
 
 class PodDisruptionBudgetStatus(_K8s):

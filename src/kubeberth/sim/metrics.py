@@ -31,6 +31,7 @@ class PodRecord:
     finished: float | None = None
     preempted: int = 0
     reason: str = ""  # why the last attempt did not place the pod (empty once bound)
+    deleted: float | None = None  # when it was evicted or deleted (an owner may replace it)
 
     @property
     def wait(self) -> float | None:
