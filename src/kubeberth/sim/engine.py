@@ -24,6 +24,7 @@ which its pods are Pending and not Ready.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import heapq
 import math
 from collections.abc import Callable, Iterable
@@ -36,13 +37,13 @@ from kubeberth.api.objects import Node, Pod
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.types import SchedulerConfiguration
 from kubeberth.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
+from kubeberth.framework.interface import ClusterEvent
 from kubeberth.framework.registry import Registry
 from kubeberth.framework.scheduler import (
     ASSIGNED_POD_DELETE,
     CycleResult,
     Scheduler,
 )
-from kubeberth.framework.interface import ClusterEvent
 from kubeberth.framework.status import SUCCESS, Status
 from kubeberth.sim.metrics import Metrics, PodRecord
 from kubeberth.sim.owners import OwnerRuntime
@@ -457,10 +458,10 @@ class Simulation:
             spec = run.spec
             for when, replicas in spec.schedule:
                 self.call_at(max(when, spec.arrival),
-                             lambda o=spec, n=replicas: self.owners.scale(o, n), counts=True)
+                             functools.partial(self.owners.scale, spec, replicas), counts=True)
             if spec.lifetime is not None:
                 self.call_at(spec.arrival + spec.lifetime,
-                             lambda o=spec: self.owners.delete(o), counts=True)
+                             functools.partial(self.owners.delete, spec), counts=True)
 
     def create_owned_pod(self, pod: Pod, duration: float | None) -> str:
         """OwnerHost: a controller creates a pod now (it arrives in this instant)."""

@@ -50,7 +50,8 @@ def free_gpu_query(vk_nodes: Sequence[str], exclude: ExcludePods) -> str:
         excluded.append(f"      unless on(namespace, pod) kube_pod_labels{{{matchers}}}")
     if exclude.priority_class_names:
         classes = _regex_alternatives(sorted(exclude.priority_class_names))
-        excluded.append(f"      unless on(namespace, pod) kube_pod_info{{priority_class=~{classes}}}")
+        excluded.append("      unless on(namespace, pod) "
+                        f"kube_pod_info{{priority_class=~{classes}}}")
     unless = ("\n" + "\n".join(excluded)) if excluded else ""
     return (
         "clamp_min(\n"

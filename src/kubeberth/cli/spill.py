@@ -1,0 +1,77 @@
+"""``kubeberth spill``: the production PromQL for the spill controller, optionally evaluated
+against a live Prometheus, and the ``simulate`` options that add the spill node.
+
+The query text is the contract between the simulated controller and the live one, so it is
+printed from the same SpillConfig the simulator reads; ``--prometheus`` runs it once and prints
+the free-GPU value, or the fault the controller would report (exit code 1).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+import typer
+
+from kubeberth.api.errors import InputError
+from kubeberth.config.spill import SpillConfig, load_spill_config, validate
+
+spill_app = typer.Typer(add_completion=False, no_args_is_help=True,
+                        help="Spill capacity: the virtual-kubelet node's taint controller.")
+
+SpillConfigOpt = Annotated[Path | None, typer.Option(
+    "--spill-config", help="SpillConfig (kubeberth.io/v1alpha1): the virtual-kubelet node and "
+                           "its taint controller.")]
+
+
+def spill_config(path: Path | None, enable: bool, threshold: float | None,
+                 window: float | None, stabilization: float | None,
+                 interval: float | None) -> SpillConfig | None:
+    """The SpillConfig for ``simulate``: the file's (or the defaults) with flag overrides;
+    None when neither the file nor any spill flag was given."""
+    overrides = {"threshold": threshold, "window_seconds": window,
+                 "stabilization_seconds": stabilization, "interval_seconds": interval}
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if path is None and not enable and not given:
+        return None
+    cfg = load_spill_config(path)
+    if given:
+        controller = msgspec.structs.replace(cfg.controller, **given)
+        cfg = msgspec.structs.replace(cfg, controller=controller)
+        try:
+            validate(cfg)
+        except InputError as err:
+            raise err.at(source="command-line options") from None
+    return cfg
+
+
+@spill_app.command("query")
+def query(
+    config: SpillConfigOpt = None,
+    prometheus: Annotated[str | None, typer.Option(
+        "--prometheus", help="Evaluate the query once against this Prometheus base URL.")] = None,
+) -> None:
+    """Print the free-GPU PromQL query; with --prometheus, also its current value as JSON."""
+    from kubeberth.cli.main import _user_errors
+    from kubeberth.plugins.spill.prometheus import PrometheusSignal
+    from kubeberth.plugins.spill.promql import free_gpu_query
+
+    with _user_errors():
+        cfg = load_spill_config(config)
+        if prometheus is not None and not prometheus.startswith(("http://", "https://")):
+            raise InputError(f"{prometheus!r} is not an http(s) URL", field="--prometheus",
+                             expected="a Prometheus base URL such as http://prometheus:9090")
+    text = cfg.controller.signal.query or free_gpu_query([cfg.virtual_node.name],
+                                                         cfg.controller.exclude_pods)
+    if prometheus is None:
+        sys.stdout.write(text + "\n")
+        return
+    value, fault = PrometheusSignal(prometheus, text,
+                                    cfg.controller.signal.timeout_seconds).query_once()
+    sys.stdout.write(json.dumps({"query": text, "value": value, "fault": fault}, indent=2)
+                     + "\n")
+    if fault:
+        raise typer.Exit(1)
