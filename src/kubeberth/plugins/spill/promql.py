@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from kubeberth.config.spill import ExcludePods
 
 _LABEL_CHARS = re.compile(r"[^a-zA-Z0-9_]")
+_RE2_META = re.compile(r"([.^$*+?()\[\]{}|\\])")
 
 
 def ksm_label_name(key: str) -> str:
@@ -33,7 +34,7 @@ def _quote(value: str) -> str:
 
 
 def _regex_alternatives(values: Sequence[str]) -> str:
-    return _quote("|".join(re.escape(v) for v in values))
+    return _quote("|".join(_RE2_META.sub(r"\\\1", v) for v in values))
 
 
 def free_gpu_query(vk_nodes: Sequence[str], exclude: ExcludePods) -> str:
