@@ -1,0 +1,87 @@
+"""``kubeberth simulate --spill...`` and ``kubeberth spill query`` from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from kubeberth.cli.main import app
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "spill"
+runner = CliRunner()
+
+
+def simulate(tmp_path: Path, *extra: str) -> tuple[int, str, Path]:
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["simulate", "--cluster", str(EXAMPLE / "cluster.yaml"),
+                              "-w", str(EXAMPLE / "workload.yaml"), "-o", str(out), "-q",
+                              *extra])
+    return res.exit_code, res.output, out
+
+
+def test_simulate_with_the_example_spill_config(tmp_path: Path) -> None:
+    code, output, out = simulate(tmp_path, "--spill-config", str(EXAMPLE / "spill.yaml"))
+    assert code == 0, output
+    summary = json.loads((out / "summary.json").read_text())
+    spill = summary["spill"]
+    assert spill["podsSpilled"] == 4 and spill["taintFlips"] == 3
+    assert spill["pricePerGpuHour"] == 3.2 and spill["cost"] > 0
+    assert (out / "spill.csv").exists() and (out / "spill_metrics.prom").exists()
+    assert "spill GPU-hours" in output
+
+
+def test_flags_override_the_config_and_runs_are_reproducible(tmp_path: Path) -> None:
+    args = ("--spill", "--spill-threshold", "100", "--spill-stabilization", "0",
+            "--spill-window", "60", "--spill-interval", "30")
+    code, output, out = simulate(tmp_path, *args)
+    assert code == 0, output
+    first = (out / "summary.json").read_text(), (out / "spill.csv").read_text()
+    spill = json.loads(first[0])["spill"]
+    assert spill["taintFlips"] == 0 and spill["controller"]["threshold"] == 100
+    code, _, out = simulate(tmp_path, *args)
+    assert ((out / "summary.json").read_text(), (out / "spill.csv").read_text()) == first
+
+
+def test_without_spill_flags_there_is_no_spill_section(tmp_path: Path) -> None:
+    code, output, out = simulate(tmp_path)
+    assert code == 0, output
+    assert "spill" not in json.loads((out / "summary.json").read_text())
+
+
+def test_bad_flag_value_is_a_clear_error(tmp_path: Path) -> None:
+    code, output, _ = simulate(tmp_path, "--spill-window", "5")
+    assert code == 2 and "controller.windowSeconds" in output and "Traceback" not in output
+
+
+def test_bad_spill_config_names_file_line_and_field(tmp_path: Path) -> None:
+    bad = tmp_path / "spill.yaml"
+    bad.write_text((EXAMPLE / "spill.yaml").read_text().replace("threshold: 4", "threshold: x"))
+    code, output, _ = simulate(tmp_path, "--spill-config", str(bad))
+    assert code == 2 and "spill.yaml:" in output and "threshold" in output
+
+
+def test_unknown_field_in_spill_config(tmp_path: Path) -> None:
+    bad = tmp_path / "spill.yaml"
+    bad.write_text("apiVersion: kubeberth.io/v1alpha1\nkind: SpillConfig\ncontroler: {}\n")
+    code, output, _ = simulate(tmp_path, "--spill-config", str(bad))
+    assert code == 2 and "controler" in output
+
+
+def test_spill_query_prints_the_promql() -> None:
+    res = runner.invoke(app, ["spill", "query", "--spill-config", str(EXAMPLE / "spill.yaml")])
+    assert res.exit_code == 0
+    assert res.output.startswith("clamp_min(") and "kube_pod_status_phase" in res.output
+
+
+def test_spill_query_against_a_down_prometheus_reports_the_fault() -> None:
+    res = runner.invoke(app, ["spill", "query", "--prometheus", "http://127.0.0.1:1"])
+    assert res.exit_code == 1
+    data = json.loads(res.output)
+    assert data["value"] is None and data["fault"].startswith("prometheus unreachable")
+
+
+def test_spill_query_rejects_a_non_url() -> None:
+    res = runner.invoke(app, ["spill", "query", "--prometheus", "prometheus:9090"])
+    assert res.exit_code == 2 and "http" in res.output
