@@ -85,3 +85,45 @@ def test_spill_query_against_a_down_prometheus_reports_the_fault() -> None:
 def test_spill_query_rejects_a_non_url() -> None:
     res = runner.invoke(app, ["spill", "query", "--prometheus", "prometheus:9090"])
     assert res.exit_code == 2 and "http" in res.output
+
+
+def test_simulate_writes_the_timeline_page(tmp_path: Path) -> None:
+    code, output, out = simulate(tmp_path, "--spill-config", str(EXAMPLE / "spill.yaml"))
+    assert code == 0, output
+    page = (out / "spill.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 3
+    for label in ("free GPUs", "average", "threshold", "low-gpu-usage taint on", "pods on VK",
+                  "eviction", "cost"):
+        assert label in page
+    # Two taint intervals in the example: 300 to 1020, and 4080 to the end (bands are the
+    # full panel height; the legend swatch is not).
+    assert page.count('height="138" fill="#f6d6d6"/>') == 2
+    code, _, out2 = simulate(tmp_path / "again", "--spill-config", str(EXAMPLE / "spill.yaml"))
+    assert (out2 / "spill.html").read_text() == page
+
+
+def test_sweep_compares_knobs(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["spill", "sweep", "--cluster", str(EXAMPLE / "cluster.yaml"),
+                              "-w", str(EXAMPLE / "workload.yaml"),
+                              "--spill-config", str(EXAMPLE / "spill.yaml"),
+                              "--thresholds", "4", "--windows", "60",
+                              "--stabilizations", "0,300,900", "-o", "json"])
+    assert res.exit_code == 0, res.output
+    runs = json.loads(res.output)["runs"]
+    assert [r["stabilizationSeconds"] for r in runs] == [0, 300, 900]
+    # Longer stabilization: fewer flips; a medium one makes the overflow wait for the taint.
+    flips = [r["taintFlips"] for r in runs]
+    assert flips[0] >= flips[1] >= flips[2] and flips[2] < flips[0]
+    assert runs[1]["waitP95Seconds"] > runs[0]["waitP95Seconds"]
+    assert all(r["podsSpilled"] == 4 for r in runs)
+
+
+def test_sweep_table_and_bad_values(tmp_path: Path) -> None:
+    base = ["spill", "sweep", "--cluster", str(EXAMPLE / "cluster.yaml"),
+            "-w", str(EXAMPLE / "workload.yaml")]
+    res = runner.invoke(app, [*base, "--stabilizations", "0"])
+    assert res.exit_code == 0 and "thrash vs responsiveness" in res.output
+    res = runner.invoke(app, [*base, "--stabilizations", "soon"])
+    assert res.exit_code == 2 and "--stabilizations" in res.output
+    res = runner.invoke(app, [*base, "--windows", "1", "--stabilizations", "0"])
+    assert res.exit_code == 2 and "windowSeconds" in res.output

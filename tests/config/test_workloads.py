@@ -147,5 +147,5 @@ def test_duplicate_owner_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("raw", ["x", "10=", "=3", "10=3,5=2", "10=-1", "10=1.5"])
 def test_bad_replicas_schedule(raw: str) -> None:
-    with pytest.raises(InputError, match="replicas-schedule|valid step|not <seconds>"):
+    with pytest.raises(InputError, match=r"valid step|not <seconds>"):
         parse_replicas_schedule(raw)

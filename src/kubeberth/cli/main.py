@@ -134,7 +134,7 @@ def simulate(
     data = write_outputs(result, out, meta)
     console.print(summary_table(data))
     extra = ", evictions.csv" if data.get("evictions", {}).get("requested") else ""
-    extra += ", spill.csv, spill_metrics.prom" if "spill" in data else ""
+    extra += ", spill.csv, spill_metrics.prom, spill.html" if "spill" in data else ""
     console.print(f"wrote {out}/summary.json, timeseries.csv, pods.csv{extra}")
 
 

@@ -75,3 +75,70 @@ def query(
                      + "\n")
     if fault:
         raise typer.Exit(1)
+
+
+def _floats(raw: str, option: str) -> list[float]:
+    try:
+        values = [float(v) for v in raw.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(f"{raw!r} is not a list of numbers", field=option,
+                         expected="comma-separated numbers such as 0,300,900") from None
+    if not values:
+        raise InputError("no values", field=option, expected="at least one number")
+    return values
+
+
+@spill_app.command("sweep")
+def sweep(
+    cluster: Annotated[list[Path], typer.Option("--cluster", help="Nodes (as simulate).")],
+    workload: Annotated[list[Path], typer.Option("--workload", "-w",
+                                                 help="Pods and owners (as simulate).")],
+    config: SpillConfigOpt = None,
+    thresholds: Annotated[str | None, typer.Option(
+        "--thresholds", help="Thresholds to compare (default: the config's).")] = None,
+    windows: Annotated[str | None, typer.Option(
+        "--windows", help="Averaging windows (s) to compare.")] = None,
+    stabilizations: Annotated[str, typer.Option(
+        "--stabilizations", help="Stabilization durations (s) to compare.")] = "0,300,900",
+    until: Annotated[float | None, typer.Option(help="Stop each run at this time (s).")] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="table or json")] = "table",
+) -> None:
+    """Run the same workload with each combination of knobs and compare thrash (taint flips)
+    with responsiveness (pod waits), spill GPU-hours and cost."""
+    from rich.table import Table
+
+    from kubeberth.cli.main import _user_errors, console
+    from kubeberth.config.scheduler import load_scheduler_config
+    from kubeberth.plugins.scheduling import in_tree_registry
+    from kubeberth.sim.engine import Simulation
+    from kubeberth.sim.spill import SpillHost, sweep_grid, sweep_row
+    from kubeberth.sim.traces import load_workload
+
+    with _user_errors():
+        if output not in ("table", "json"):
+            raise InputError(f"unknown output {output!r}", field="--output",
+                             expected="table or json")
+        cfg = load_spill_config(config)
+        c = cfg.controller
+        grid = sweep_grid(
+            cfg,
+            _floats(thresholds, "--thresholds") if thresholds else [c.threshold],
+            _floats(windows, "--windows") if windows else [c.window_seconds],
+            _floats(stabilizations, "--stabilizations"))
+        sched = load_scheduler_config(None)
+        rows = []
+        for variant in grid:
+            wl = load_workload(cluster, workload)  # fresh objects: a run writes into its pods
+            sim = Simulation(wl, sched, in_tree_registry(), until=until)
+            host = SpillHost(variant)
+            host.attach(sim)
+            rows.append(sweep_row(variant, sim.run(), host))
+    if output == "json":
+        sys.stdout.write(json.dumps({"runs": rows}, indent=2) + "\n")
+        return
+    table = Table(title="spill knobs: thrash vs responsiveness")
+    for key in rows[0]:
+        table.add_column(key, justify="right")
+    for row in rows:
+        table.add_row(*(f"{v:g}" if isinstance(v, float) else str(v) for v in row.values()))
+    console.print(table)

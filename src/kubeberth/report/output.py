@@ -15,6 +15,7 @@ from typing import Any
 
 from rich.table import Table
 
+from kubeberth.report.spill_html import render_spill_html
 from kubeberth.sim.engine import SimResult
 from kubeberth.sim.metrics import SERIES_COLUMNS
 from kubeberth.sim.spill import SPILL_COLUMNS, SpillHost
@@ -25,6 +26,7 @@ PODS_FILE = "pods.csv"
 EVICTIONS_FILE = "evictions.csv"
 SPILL_FILE = "spill.csv"
 SPILL_METRICS_FILE = "spill_metrics.prom"
+SPILL_HTML_FILE = "spill.html"
 EVICTION_COLUMNS = ("time", "pod", "node", "plugin", "reason", "allowed", "code", "message",
                     "pdb", "replacement")
 
@@ -115,6 +117,9 @@ def write_outputs(result: SimResult, out: Path, meta: dict[str, Any]) -> dict[st
     if host is not None:
         (out / SPILL_FILE).write_text(_csv(host.rows, SPILL_COLUMNS))
         (out / SPILL_METRICS_FILE).write_bytes(host.exposition())
+        title = f"kubeberth spill: {meta.get('workload', '')}"
+        (out / SPILL_HTML_FILE).write_text(
+            render_spill_html(host.rows, result.evictions, data["spill"], title))
     return data
 
 

@@ -14,12 +14,14 @@ in a per-run prometheus_client registry for exposition.
 from __future__ import annotations
 
 from collections import Counter as Tally
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from kubeberth.api.resources import GPU, GPU_MILLI
-from kubeberth.config.spill import SpillConfig
+from kubeberth.config.spill import SpillConfig, validate
 from kubeberth.plugins.spill.controller import ADD, ControllerState, step
 from kubeberth.plugins.spill.prometheus import PrometheusSignal
 from kubeberth.plugins.spill.promql import free_gpu_query
@@ -36,7 +38,7 @@ from kubeberth.sim.engine import PodListener
 from kubeberth.state.cluster import PodInfo
 
 if TYPE_CHECKING:
-    from kubeberth.sim.engine import Simulation
+    from kubeberth.sim.engine import SimResult, Simulation
 
 SPILL_COLUMNS = ("time", "free_gpus", "free_gpus_avg", "threshold", "tainted", "fault",
                  "vk_pods", "vk_gpus", "spill_gpu_hours", "spill_cost")
@@ -242,3 +244,34 @@ class SpillHost(PodListener):
     def exposition(self) -> bytes:
         """The controller's metrics in the Prometheus text format."""
         return generate_latest(self.registry)
+
+
+def sweep_grid(cfg: SpillConfig, thresholds: Sequence[float], windows: Sequence[float],
+               stabilizations: Sequence[float]) -> list[SpillConfig]:
+    """Every combination of the given knob values (in that nesting order), the rest of
+    ``cfg`` unchanged; each is validated."""
+    out: list[SpillConfig] = []
+    for th in thresholds:
+        for win in windows:
+            for stab in stabilizations:
+                ctl = msgspec.structs.replace(cfg.controller, threshold=th, window_seconds=win,
+                                              stabilization_seconds=stab)
+                out.append(validate(msgspec.structs.replace(cfg, controller=ctl)))
+    return out
+
+
+def sweep_row(cfg: SpillConfig, result: SimResult, host: SpillHost) -> dict[str, Any]:
+    """One line of the knob comparison: thrash (flips) against responsiveness (how long pods
+    waited to be placed) and money."""
+    s = host.summary(result.end_time)
+    waits = result.metrics.wait_percentiles()
+    c = cfg.controller
+    return {
+        "threshold": c.threshold, "windowSeconds": c.window_seconds,
+        "stabilizationSeconds": c.stabilization_seconds,
+        "taintFlips": s["taintFlips"], "secondsTainted": s["secondsTainted"],
+        "podsSpilled": s["podsSpilled"], "gpuHours": s["gpuHours"], "cost": s["cost"],
+        "waitMeanSeconds": waits.get("mean", 0.0), "waitP95Seconds": waits.get("p95", 0.0),
+        "neverScheduled": len(result.unscheduled),
+        "evictions": sum(1 for e in result.evictions if e.verdict.allowed),
+    }

@@ -17,17 +17,14 @@ def args(**kw: float) -> Controller:
     return msgspec.structs.replace(base, **kw)
 
 
-def drive(a: Controller, values: Iterable[float | None | str], *, start: float = 0.0,
+def drive(a: Controller, values: Iterable[float | str | None], *, start: float = 0.0,
           state: ControllerState | None = None) -> list[Decision]:
     """Tick every interval; a str is a fault, None a missing value."""
     st = state or ControllerState()
     out: list[Decision] = []
     t = start
     for v in values:
-        if isinstance(v, str):
-            reading = Reading(None, t, v)
-        else:
-            reading = Reading(v, t)
+        reading = Reading(None, t, v) if isinstance(v, str) else Reading(v, t)
         d = step(a, st, reading, t)
         st = d.state
         out.append(d)
