@@ -88,6 +88,9 @@ def test_start_latency_delays_readiness_and_completion() -> None:
         for pi in sim.snapshot.pods_on_node[sim.snapshot.node_index["virtual-kubelet"]].values():
             view = sim.pod_view(pi)
             seen.append((view.phase, view.ready))
+            # The snapshot's pod shows the same, for policies that read only the snapshot.
+            ready = next(c.status for c in pi.pod.status.conditions if c.type == "Ready")
+            assert (pi.pod.status.phase, ready == "True") == (view.phase, view.ready)
 
     sim.call_at(1020.0 + 60.0, probe)   # downloading the model
     sim.call_at(1020.0 + 200.0, probe)  # past the 180 s start latency

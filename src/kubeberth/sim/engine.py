@@ -33,7 +33,7 @@ from enum import IntEnum
 
 import msgspec
 
-from kubeberth.api.objects import Node, Pod
+from kubeberth.api.objects import Node, Pod, PodCondition, PodStatus
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.types import SchedulerConfiguration
 from kubeberth.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
@@ -89,6 +89,16 @@ class EvictionRecord:
     reason: str
     verdict: EvictionVerdict
     replacement: str = ""  # the owner's new pod, when one was created at once
+
+
+def _set_phase(pod: Pod, phase: str) -> None:
+    """Write the phase and the Ready condition the kubelet would report (Ready iff Running), so
+    policies reading the snapshot (a descheduler, an evictor) see what the cluster shows."""
+    pod.status.phase = phase
+    ready = "True" if phase == "Running" else "False"
+    conds = [c for c in pod.status.conditions if c.type != "Ready"]
+    conds.append(PodCondition(type="Ready", status=ready))
+    pod.status.conditions = conds
 
 
 class PodListener:
@@ -217,6 +227,7 @@ class Simulation:
             self._delete(victim, succeeded=False)
             return
         self._stopped(victim)
+        victim.pod.status = PodStatus()
         self.snapshot.remove_pod(victim)
         self._progressed()
         self._completion_token.pop(victim.key, None)
@@ -276,6 +287,9 @@ class Simulation:
         # and its run time starts then.
         latency = self.start_latency.get(node, 0.0)
         self._ready_at[pi.key] = self.now + latency
+        _set_phase(pi.pod, "Running" if latency == 0 else "Pending")
+        if latency > 0:
+            self.call_at(self.now + latency, functools.partial(self._became_ready, pi))
         for listener in self.listeners:
             listener.pod_started(pi, node, self.now)
         duration = self._durations.get(pi.key)
@@ -283,6 +297,11 @@ class Simulation:
             token = self._seq + 1
             self._completion_token[pi.key] = token
             self._push(self.now + latency + duration, Phase.COMPLETE, _Completion(pi, token))
+
+    def _became_ready(self, pi: PodInfo) -> None:
+        """A pod on a node with a start latency is up (unless it left meanwhile)."""
+        if pi.node >= 0 and self._ready_at.get(pi.key) == self.now:
+            _set_phase(pi.pod, "Running")
 
     def _complete(self, pi: PodInfo, token: int) -> None:
         if self._completion_token.get(pi.key) != token:
@@ -293,6 +312,7 @@ class Simulation:
         self.snapshot.remove_pod(pi)
         self.snapshot.objects.pod_deleted(pi.key)
         self.metrics.pods[pi.key].finished = self.now
+        _set_phase(pi.pod, "Succeeded")
         self.scheduler.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
         self.owners.pod_gone(pi.key, succeeded=True)
 
