@@ -173,3 +173,24 @@ def test_low_gpu_taint_is_on_the_node_when_tainted() -> None:
     sim.run()
     node = sim.snapshot.nodes[sim.snapshot.node_index["virtual-kubelet"]]
     assert host.state.tainted and any(t.key == LOW_GPU_TAINT.key for t in node.spec.taints)
+
+
+def test_prometheus_source_down_holds_and_reports_every_tick() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = config()
+    signal = msgspec.structs.replace(cfg.controller.signal, source="prometheus",
+                                     url=f"http://127.0.0.1:{port}", timeout_seconds=2.0)
+    cfg = msgspec.structs.replace(cfg, controller=msgspec.structs.replace(
+        cfg.controller, signal=signal))
+    sim, host = simulate(cfg, until=600.0)
+    res = sim.run()
+    s = host.summary(res.end_time)
+    assert s["taintFlips"] == 0 and not s["taintedAtEnd"]
+    assert s["faultTicks"] == len(host.rows) > 0
+    (message,) = s["faults"]
+    assert message.startswith("prometheus unreachable")
+    assert all(row[1] == "" and row[5] for row in host.rows)
