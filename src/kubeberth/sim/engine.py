@@ -129,7 +129,7 @@ class SimResult:
     unmodelled_plugins: list[str] = field(default_factory=list)
     evictions: list[EvictionRecord] = field(default_factory=list)
     replacements: int = 0  # pods owners created to replace deleted ones
-    # Reports of attached hosts (e.g. "spill"), each a JSON-ready mapping.
+    # Hosts attached to the run by name (e.g. "spill": its SpillHost), for the report layer.
     extras: dict[str, object] = field(default_factory=dict)
 
 
