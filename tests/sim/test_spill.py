@@ -194,3 +194,31 @@ def test_prometheus_source_down_holds_and_reports_every_tick() -> None:
     (message,) = s["faults"]
     assert message.startswith("prometheus unreachable")
     assert all(row[1] == "" and row[5] for row in host.rows)
+
+
+def test_short_outage_keeps_pods_and_blocks_new_ones() -> None:
+    cfg = config()
+    vn = msgspec.structs.replace(cfg.virtual_node, outages=[
+        Outage(start_seconds=900, duration_seconds=200)])  # shorter than lostAfterSeconds
+    sim, host = simulate(msgspec.structs.replace(cfg, virtual_node=vn))
+    res = sim.run()
+    assert host.lost_in_outages == 0
+    vk = [r for r in res.metrics.pods.values() if r.node == "virtual-kubelet"]
+    # The taint came off at 1020 but the node was unreachable until 1100: pods bound then.
+    assert len(vk) == 4 and all(r.bound == 1100.0 for r in vk)
+
+
+def test_vk_pod_in_its_start_latency_is_evicted_without_the_pdb() -> None:
+    sim, _ = simulate(config())
+    verdicts: list[tuple[bool, str]] = []
+
+    def evict_one() -> None:
+        idx = sim.snapshot.node_index["virtual-kubelet"]
+        key = sorted(sim.snapshot.pods_on_node[idx])[0]
+        v = sim.evict(key, plugin="Test")
+        verdicts.append((v.allowed, v.pdb))
+
+    sim.call_at(1030.0, evict_one, counts=True)  # bound at 1020, Ready at 1200
+    sim.run()
+    # Pending: deleted without a PDB check (minAvailable 80% of 14 would refuse a Ready pod).
+    assert verdicts == [(True, "")]

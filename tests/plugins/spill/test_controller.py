@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubeberth.config.spill import Controller
 from kubeberth.plugins.spill.controller import ADD, REMOVE, ControllerState, Decision, step
@@ -105,3 +107,28 @@ def test_stale_reading_is_a_fault() -> None:
 def test_average_reported_during_a_fault_from_the_window() -> None:
     ds = drive(args(), [6, "down"])
     assert ds[1].average == 6 and ds[1].fault == "down"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 12).map(float), st.just("fault")), max_size=60),
+       st.sampled_from([0.0, 20.0, 60.0]), st.sampled_from([10.0, 30.0, 100.0]))
+def test_every_flip_is_justified(values: list[float | str], stab: float, window: float) -> None:
+    """A flip at tick i means: no fault and the average on the flip's side of the threshold at
+    every tick of the last ``stabilization`` seconds; and flips alternate."""
+    a = args(stabilization_seconds=stab, window_seconds=window)
+    ds = drive(a, values)
+    last: str | None = None
+    for i, d in enumerate(ds):
+        if d.flip is None:
+            continue
+        assert d.flip != last
+        last = d.flip
+        span = int(stab // a.interval_seconds)
+        for j in range(i - span, i + 1):
+            assert j >= 0 and not ds[j].fault
+            avg = ds[j].average
+            assert avg is not None
+            assert avg > a.threshold if d.flip == ADD else avg < a.threshold
+    for d in ds:
+        if d.fault:
+            assert d.flip is None
