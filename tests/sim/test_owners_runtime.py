@@ -92,7 +92,7 @@ def test_a_pod_that_cannot_be_deleted_now_stays_counted() -> None:
     o = owner(replicas=2)
     rt, host = runtime(o)
     rt.start(o)
-    first, second = (k for k, _ in host.created)
+    first = host.created[0][0]
     host.ranks = {first: (0, 0, 0, 0.0, 0.0)}
     host.refuse = {first}
     rt.scale(o, 1)
