@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
@@ -18,9 +19,11 @@ from kubeberth.plugins.spill.prometheus import PrometheusSignal, parse_query_res
 from kubeberth.state.cluster import ClusterState
 
 
-def vector(*values: str) -> dict[str, object]:
+def vector(*values: str, stamp: float | None = None) -> dict[str, object]:
+    """An instant-query answer stamped now (as Prometheus stamps them) unless told."""
+    at = time.time() if stamp is None else stamp
     return {"status": "success", "data": {"resultType": "vector", "result": [
-        {"metric": {}, "value": [1700000000.0, v]} for v in values]}}
+        {"metric": {}, "value": [at, v]} for v in values]}}
 
 
 class FakePrometheus:
@@ -79,7 +82,8 @@ def free_port() -> int:
 def test_reads_the_single_sample_and_sends_the_query(prom: FakePrometheus) -> None:
     prom.answers.append((200, vector("7")))
     reading = PrometheusSignal(prom.url, "my_query").read(ClusterState(), 42.0)
-    assert (reading.value, reading.at, reading.fault) == (7.0, 42.0, "")
+    assert (reading.value, reading.fault) == (7.0, "")
+    assert 0.0 <= 42.0 - reading.at < 5.0  # stamped at evaluation: (almost) no age
     assert prom.queries == ["my_query"]
 
 
@@ -151,3 +155,21 @@ def test_controller_with_endpoint_down_keeps_taint() -> None:
         state = d.state
         assert d.flip is None and d.fault.startswith("prometheus unreachable")
     assert state.tainted
+
+
+def test_old_sample_is_stale_for_the_controller(prom: FakePrometheus) -> None:
+    """A cached answer five minutes old: the reading carries its age and the controller
+    refuses it (maxSignalAgeSeconds 120)."""
+    prom.answers.append((200, vector("9", stamp=time.time() - 300.0)))
+    reading = PrometheusSignal(prom.url, "q").read(ClusterState(), 1000.0)
+    assert reading.value == 9.0 and 1000.0 - reading.at >= 299.0
+    args = Controller(interval_seconds=10, threshold=4, window_seconds=10,
+                      stabilization_seconds=0, max_signal_age_seconds=120)
+    d = step(args, ControllerState(), reading, 1000.0)
+    assert d.flip is None and d.fault.startswith("signal is stale")
+
+
+def test_fresh_sample_is_not_stale(prom: FakePrometheus) -> None:
+    prom.answers.append((200, vector("9")))
+    reading = PrometheusSignal(prom.url, "q").read(ClusterState(), 1000.0)
+    assert 1000.0 - reading.at < 5.0

@@ -7,12 +7,18 @@ down or times out, answers with an HTTP error or ``"status": "error"``, returns 
 returns several series, or a value that is not a finite number. The controller holds its
 state on a fault and reports it. Works with Prometheus, Thanos, Mimir and VictoriaMetrics,
 which share the API. The snapshot argument is ignored: the cluster is the real one.
+
+A sample's age (wall time of the request minus the sample's timestamp; instant queries stamp
+samples with the evaluation time, so it is near 0 unless a cache or a proxy answered) is carried
+into the reading's time, so the controller's ``maxSignalAgeSeconds`` catches answers that are
+old.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -29,11 +35,18 @@ class PrometheusSignal:
         self.timeout = timeout
 
     def read(self, snapshot: ClusterState, now: float) -> Reading:
-        value, fault = self.query_once()
-        return Reading(value, now, fault)
+        asked = time.time()
+        value, fault, stamp = self._query()
+        age = max(0.0, asked - stamp) if stamp is not None else 0.0
+        return Reading(value, now - age, fault)
 
     def query_once(self) -> tuple[float | None, str]:
         """(value, "") or (None, what went wrong)."""
+        value, fault, _ = self._query()
+        return value, fault
+
+    def _query(self) -> tuple[float | None, str, float | None]:
+        """(value, fault, the sample's Unix timestamp when there is one)."""
         data = urllib.parse.urlencode({"query": self.query}).encode()
         request = urllib.request.Request(
             self.endpoint, data=data, method="POST",
@@ -44,15 +57,17 @@ class PrometheusSignal:
                 body = resp.read()
         except urllib.error.HTTPError as err:
             detail = _error_detail(err.read())
-            return None, f"prometheus answered HTTP {err.code}" + (f": {detail}" if detail else "")
+            return (None, f"prometheus answered HTTP {err.code}"
+                    + (f": {detail}" if detail else ""), None)
         except (urllib.error.URLError, OSError) as err:
             reason = getattr(err, "reason", err)
-            return None, f"prometheus unreachable at {self.endpoint}: {reason}"
+            return None, f"prometheus unreachable at {self.endpoint}: {reason}", None
         try:
             payload = json.loads(body)
         except ValueError:
-            return None, "prometheus answered with a body that is not JSON"
-        return parse_query_response(payload)
+            return None, "prometheus answered with a body that is not JSON", None
+        value, fault = parse_query_response(payload)
+        return value, fault, _sample_time(payload) if not fault else None
 
 
 def _error_detail(body: bytes) -> str:
@@ -63,6 +78,16 @@ def _error_detail(body: bytes) -> str:
     if isinstance(payload, dict):
         return f"{payload.get('errorType', '')}: {payload.get('error', '')}".strip(": ")
     return ""
+
+
+def _sample_time(payload: dict[str, Any]) -> float | None:
+    """The timestamp of the (already validated) single sample."""
+    result = payload["data"]["result"]
+    sample = result if payload["data"]["resultType"] == "scalar" else result[0]["value"]
+    try:
+        return float(sample[0])
+    except (TypeError, ValueError):
+        return None
 
 
 def parse_query_response(payload: Any) -> tuple[float | None, str]:
