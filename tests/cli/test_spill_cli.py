@@ -95,7 +95,7 @@ def test_simulate_writes_the_timeline_page(tmp_path: Path) -> None:
     for label in ("free GPUs", "average", "threshold", "low-gpu-usage taint on", "pods on VK",
                   "eviction", "cost"):
         assert label in page
-    # Two taint intervals in the example: 300 to 1020, and 4080 to the end (bands are the
+    # Two taint intervals in the example: 300 to 990, and 4080 to the end (bands are the
     # full panel height; the legend swatch is not).
     assert page.count('height="138" fill="#f6d6d6"/>') == 2
     code, _, out2 = simulate(tmp_path / "again", "--spill-config", str(EXAMPLE / "spill.yaml"))

@@ -136,3 +136,14 @@ def test_descheduler_hook_gets_live_pdb_status() -> None:
                                      selector=LabelSelector(match_labels={"app": "a"})))]
     sim.run()
     assert seen == [1, 1, 1]  # passes at 30, 60, 90 see the running pod as healthy
+
+
+def test_periodic_calls_observe_the_instant_after_scheduling() -> None:
+    """A tick at the instant a pod arrives sees it bound, and a tick at the instant a pod
+    completes and another takes its place sees the replacement, never the gap."""
+    sim = sim_of([node("n1", cpu="1")], [TracePod(pod("a"), 0.0, 10.0),
+                                         TracePod(pod("b"), 0.0, 10.0)])
+    seen: list[tuple[float, list[str]]] = []
+    sim.every(10.0, lambda: bool(seen.append((sim.now, sorted(sim.snapshot.pods)))))
+    sim.run()
+    assert seen == [(0.0, ["default/a"]), (10.0, ["default/b"]), (20.0, [])]

@@ -67,15 +67,15 @@ def test_work_spills_when_full_and_flips_follow_the_signal() -> None:
     res = sim.run()
     flips = [(t, d) for t, d in host.flips]
     # Free 6 > 4 from the start: tainted after 300 s; the burst at 600 fills the cluster,
-    # the average falls below 4 at 720 and stays: untainted 300 s later; the scale-down at
+    # the average falls below 4 at 690 and stays: untainted 300 s later; the scale-down at
     # 3600 frees GPUs again.
-    assert flips == [(300.0, "add"), (1020.0, "remove"), (4080.0, "add")]
+    assert flips == [(300.0, "add"), (990.0, "remove"), (4080.0, "add")]
     vk = [k for k, r in res.metrics.pods.items() if r.node == "virtual-kubelet"]
     # The four pods the cluster could not hold bound on VK the instant the taint went.
-    assert len(vk) == 4 and all(res.metrics.pods[k].bound == 1020.0 for k in vk)
+    assert len(vk) == 4 and all(res.metrics.pods[k].bound == 990.0 for k in vk)
     s = host.summary(res.end_time)
-    # Four 1-GPU pods billed from 1020 until the scale-down deleted them at 3600.
-    assert s["gpuHours"] == pytest.approx(4 * (3600 - 1020) / 3600)
+    # Four 1-GPU pods billed from 990 until the scale-down deleted them at 3600.
+    assert s["gpuHours"] == pytest.approx(4 * (3600 - 990) / 3600)
     assert s["cost"] == pytest.approx(s["gpuHours"] * 3.2)
     assert s["secondsTainted"] + s["secondsUntainted"] == pytest.approx(res.end_time)
 
@@ -92,8 +92,8 @@ def test_start_latency_delays_readiness_and_completion() -> None:
             ready = next(c.status for c in pi.pod.status.conditions if c.type == "Ready")
             assert (pi.pod.status.phase, ready == "True") == (view.phase, view.ready)
 
-    sim.call_at(1020.0 + 60.0, probe)   # downloading the model
-    sim.call_at(1020.0 + 200.0, probe)  # past the 180 s start latency
+    sim.call_at(990.0 + 60.0, probe)   # downloading the model
+    sim.call_at(990.0 + 200.0, probe)  # past the 180 s start latency
     sim.run()
     assert seen[:4] == [("Pending", False)] * 4 and seen[4:] == [("Running", True)] * 4
 
@@ -130,7 +130,7 @@ def test_descheduling_hook_brings_pods_back_without_breaking_the_pdb() -> None:
     for e in evicted:
         assert e.replacement and res.metrics.pods[e.replacement].node in ("gpu-a", "gpu-b")
     # Work came back before the burst ended: less than the run without the drop.
-    assert host.summary(res.end_time)["gpuHours"] < 4 * (3600 - 1020) / 3600
+    assert host.summary(res.end_time)["gpuHours"] < 4 * (3600 - 990) / 3600
 
 
 def test_taint_on_blocks_spill_and_removal_requeues_pending_pods() -> None:
@@ -204,7 +204,7 @@ def test_short_outage_keeps_pods_and_blocks_new_ones() -> None:
     res = sim.run()
     assert host.lost_in_outages == 0
     vk = [r for r in res.metrics.pods.values() if r.node == "virtual-kubelet"]
-    # The taint came off at 1020 but the node was unreachable until 1100: pods bound then.
+    # The taint came off at 990 but the node was unreachable until 1100: pods bound then.
     assert len(vk) == 4 and all(r.bound == 1100.0 for r in vk)
 
 
@@ -218,7 +218,7 @@ def test_vk_pod_in_its_start_latency_is_evicted_without_the_pdb() -> None:
         v = sim.evict(key, plugin="Test")
         verdicts.append((v.allowed, v.pdb))
 
-    sim.call_at(1030.0, evict_one, counts=True)  # bound at 1020, Ready at 1200
+    sim.call_at(1030.0, evict_one, counts=True)  # bound at 990, Ready at 1170
     sim.run()
     # Pending: deleted without a PDB check (minAvailable 80% of 14 would refuse a Ready pod).
     assert verdicts == [(True, "")]

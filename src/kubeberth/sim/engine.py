@@ -76,6 +76,7 @@ class Phase(IntEnum):
 @dataclass(slots=True, frozen=True)
 class _Call:
     fn: Callable[[], None]
+    late: bool = False  # run after the instant's scheduling (an observer of the settled state)
 
 
 @dataclass(slots=True)
@@ -409,6 +410,7 @@ class Simulation:
             self._sample_until(t)
             self.now = t
             self._armed.discard(t)
+            late: list[_Call] = []
             while heap and heap[0][0] == t:
                 _, phase, _, payload = heapq.heappop(heap)
                 if phase not in (Phase.TIMER, Phase.CALL):
@@ -425,10 +427,17 @@ class Simulation:
                     self._bind(payload)
                 elif phase == Phase.CALL:
                     assert isinstance(payload, _Call)
-                    payload.fn()
+                    if payload.late:
+                        late.append(payload)
+                    else:
+                        payload.fn()
             if t % FLUSH_PERIOD == 0:
                 self.scheduler.queue.flush_unschedulable_left_over()
             self._schedule_all()
+            if late:
+                for call in late:
+                    call.fn()
+                self._schedule_all()
             if self.progress is not None:
                 self.progress(arrived, total)
             if not self._work_left():
@@ -616,9 +625,12 @@ class Simulation:
         self._progressed()
         self.scheduler.queue.move_all_to_active_or_backoff(NODE_UPDATE_TAINT)
 
-    def call_at(self, when: float, fn: Callable[[], None], *, counts: bool = False) -> None:
+    def call_at(self, when: float, fn: Callable[[], None], *, counts: bool = False,
+                late: bool = False) -> None:
         """Run ``fn`` at virtual time ``when``. ``counts``: the call is part of the workload
-        (an owner's scale step) and keeps the run going until it has happened."""
+        (an owner's scale step) and keeps the run going until it has happened. ``late``: run
+        it after that instant's arrivals, completions and scheduling, so it observes the
+        settled cluster (the cluster then gets another scheduling pass)."""
         self._seq += 1
         if counts:
             self._non_timer_events += 1
@@ -627,23 +639,25 @@ class Simulation:
                 self._non_timer_events -= 1
                 fn()
 
-            heapq.heappush(self._heap, (when, int(Phase.CALL), self._seq, _Call(wrapped)))
+            heapq.heappush(self._heap, (when, int(Phase.CALL), self._seq,
+                                        _Call(wrapped, late)))
             return
-        heapq.heappush(self._heap, (when, int(Phase.CALL), self._seq, _Call(fn)))
+        heapq.heappush(self._heap, (when, int(Phase.CALL), self._seq, _Call(fn, late)))
 
     def every(self, interval: float, fn: Callable[[], bool], *, first: float = 0.0) -> None:
-        """Run ``fn`` every ``interval`` seconds from ``first``. While its last call returned
-        True (it may still act without outside events, e.g. a stabilization timer runs) the
-        run does not end."""
+        """Run ``fn`` every ``interval`` seconds from ``first``, each time after that instant's
+        scheduling (it observes the settled cluster). While its last call returned True (it
+        may still act without outside events, e.g. a stabilization timer runs) the run does
+        not end."""
         slot = len(self._busy)
         self._busy[slot] = False
         first = max(first, self.now)
 
         def tick() -> None:
             self._busy[slot] = fn()
-            self.call_at(self.now + interval, tick)
+            self.call_at(self.now + interval, tick, late=True)
 
-        self.call_at(first, tick)
+        self.call_at(first, tick, late=True)
 
     def _deschedule_pass(self) -> bool:
         """One descheduling pass on the current snapshot; busy while it evicts something."""
