@@ -88,6 +88,15 @@ def _floats(raw: str, option: str) -> list[float]:
     return values
 
 
+# Short table headers for the sweep_row keys, in order (the JSON keeps the long names).
+_SWEEP_HEADERS = ("thr", "win", "stab", "flips", "taint_s", "spill", "gpu_h", "cost", "wait",
+                  "p95", "unsch", "evict")
+
+
+_SWEEP_CAPTION = ("thr threshold, win window s, stab stabilization s, taint_s seconds tainted, "
+                  "spill pods spilled, wait/p95 pod wait s (mean/p95), unsch never scheduled")
+
+
 @spill_app.command("sweep")
 def sweep(
     cluster: Annotated[list[Path], typer.Option("--cluster", help="Nodes (as simulate).")],
@@ -136,9 +145,10 @@ def sweep(
     if output == "json":
         sys.stdout.write(json.dumps({"runs": rows}, indent=2) + "\n")
         return
-    table = Table(title="spill knobs: thrash vs responsiveness")
-    for key in rows[0]:
-        table.add_column(key, justify="right")
+    table = Table(title="spill knobs: thrash vs responsiveness", caption=_SWEEP_CAPTION,
+                  box=None, padding=(0, 1), pad_edge=False)
+    for header in _SWEEP_HEADERS:
+        table.add_column(header, justify="right", no_wrap=True)
     for row in rows:
-        table.add_row(*(f"{v:g}" if isinstance(v, float) else str(v) for v in row.values()))
+        table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()))
     console.print(table)
