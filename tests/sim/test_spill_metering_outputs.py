@@ -144,3 +144,17 @@ def test_delete_pods_on_a_node(tmp_path: Path) -> None:
     res = sim.run()
     assert sorted(gone) == ["default/a", "default/b"]
     assert all(r.deleted == 10.0 for r in res.metrics.pods.values())
+
+
+def test_allocation_percentages_leave_the_spill_node_out(tmp_path: Path) -> None:
+    cpu_pod = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: c, annotations: {kubeberth.io/duration-seconds: "100"}}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+"""
+    sim, _ = run(tmp_path, cpu_pod)
+    data = summary(sim.run(), {})
+    # One of the small node's two cores, not one of ten thousand.
+    assert data["allocationPct"]["cpu"]["peak"] == 50.0

@@ -109,6 +109,7 @@ class SpillHost(PodListener):
         self._sim = sim
         vn = self.cfg.virtual_node
         sim.add_node(virtual_node(vn))
+        sim.metrics.exclude_nodes.append(sim.snapshot.node_index[self.name])
         sim.start_latency[self.name] = vn.start_latency_seconds
         sim.listeners.append(self)
         sim.every(self.cfg.controller.interval_seconds, self.tick)
