@@ -127,3 +127,19 @@ def test_sweep_table_and_bad_values(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--stabilizations" in res.output
     res = runner.invoke(app, [*base, "--windows", "1", "--stabilizations", "0"])
     assert res.exit_code == 2 and "windowSeconds" in res.output
+
+
+def test_docs_show_the_query_the_command_prints() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "spill.md").read_text()
+    block = doc.split("```promql\n", 1)[1].split("```", 1)[0]
+    res = runner.invoke(app, ["spill", "query"])
+    assert res.exit_code == 0 and res.output == block
+
+
+def test_docs_example_numbers_match_a_run(tmp_path: Path) -> None:
+    code, output, out = simulate(tmp_path, "--spill-config", str(EXAMPLE / "spill.yaml"))
+    assert code == 0, output
+    spill = json.loads((out / "summary.json").read_text())["spill"]
+    doc = (Path(__file__).parents[2] / "docs" / "spill.md").read_text()
+    assert [f["time"] for f in spill["flips"]] == [300.0, 990.0, 4080.0]
+    assert f"{spill['gpuHours']:.2g} GPU-hours, {spill['cost']:.3g} in cost" in doc
