@@ -222,3 +222,11 @@ def test_vk_pod_in_its_start_latency_is_evicted_without_the_pdb() -> None:
     sim.run()
     # Pending: deleted without a PDB check (minAvailable 80% of 14 would refuse a Ready pod).
     assert verdicts == [(True, "")]
+
+
+def test_run_ends_when_a_descheduler_never_evicts() -> None:
+    """With the taint on and pods left on VK that nothing will evict, the run still ends when
+    the workload does (no endless controller ticks)."""
+    sim, host = simulate(config(), descheduler=lambda snap, now: [])
+    res = sim.run()
+    assert res.end_time == 4800.0 and host.state.tainted

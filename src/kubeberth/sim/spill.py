@@ -177,17 +177,16 @@ class SpillHost(PodListener):
             int(self.state.tainted), decision.fault, len(self._running),
             round(sum(g for _, g in self._running.values()), 6),
             round(self.gpu_hours(now), 6), round(self.cost(now), 6)))
-        return self._busy(sim)
+        return self._busy()
 
-    def _busy(self, sim: Simulation) -> bool:
+    def _busy(self) -> bool:
         """Whether the controller may still act without outside events: a streak is running
-        towards a flip, or (with a descheduler) the taint is on while pods remain on VK."""
+        towards a flip (it ends within ``stabilizationSeconds``: flipped or broken). Waiting
+        for a Descheduler's minPodAge is not counted, since nothing bounds it; give ``until``."""
         st = self.state
         if not st.tainted and st.above_since is not None:
             return True
-        if st.tainted and st.below_since is not None:
-            return True
-        return st.tainted and bool(self._running) and sim.descheduler is not None
+        return st.tainted and st.below_since is not None
 
     def _account_state(self, now: float) -> None:
         if self._last_tick is not None:
