@@ -44,8 +44,18 @@ def spill_config(path: Path | None, enable: bool, threshold: float | None,
         try:
             validate(cfg)
         except InputError as err:
-            raise err.at(source="command-line options") from None
+            flag = _FLAGS.get(err.field or "")
+            if flag is None:
+                raise
+            raise InputError(err.message, field=flag, expected=err.expected) from None
     return cfg
+
+
+# SpillConfig fields the simulate flags override, for errors that name the flag.
+_FLAGS = {"controller.threshold": "--spill-threshold",
+          "controller.windowSeconds": "--spill-window",
+          "controller.stabilizationSeconds": "--spill-stabilization",
+          "controller.intervalSeconds": "--spill-interval"}
 
 
 @spill_app.command("query")
