@@ -313,6 +313,8 @@ def test_priority_class_rules(tmp_path: Path) -> None:
     ("{minAvailable: half}", "spec.minAvailable"),
     ("{maxUnavailable: 150%}", "spec.maxUnavailable"),
     ("{maxUnavailable: -1}", "spec.maxUnavailable"),
+    ("{maxUnavailable: 1, unhealthyPodEvictionPolicy: Sometimes}",
+     "spec.unhealthyPodEvictionPolicy"),
 ])
 def test_pdb_rules(tmp_path: Path, spec: str, field: str) -> None:
     path = write(tmp_path, "pdb.yaml", f"""

@@ -23,6 +23,7 @@ from kubeberth import __version__
 from kubeberth.api.errors import InputError
 from kubeberth.cli.admit import admit_command
 from kubeberth.cli.deschedule import deschedule
+from kubeberth.cli.spill import SpillConfigOpt, spill_app, spill_config
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.config.types import SchedulerConfiguration
@@ -85,6 +86,19 @@ def simulate(
         help="Seconds between time-series samples (default: 1/2000 of the trace).")] = None,
     plugin: PluginOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    spill_cfg: SpillConfigOpt = None,
+    spill: Annotated[bool, typer.Option(
+        "--spill", help="Add the virtual-kubelet spill node and its taint controller "
+                        "(defaults, or --spill-config).")] = False,
+    spill_threshold: Annotated[float | None, typer.Option(help="Free-GPU threshold.")] = None,
+    spill_window: Annotated[float | None, typer.Option(
+        help="Moving-average window (s).")] = None,
+    spill_stabilization: Annotated[float | None, typer.Option(
+        help="Seconds the average must stay above/below before a flip.")] = None,
+    spill_interval: Annotated[float | None, typer.Option(
+        help="Seconds between controller ticks.")] = None,
+    until: Annotated[float | None, typer.Option(
+        help="Stop the run at this simulated time (s).")] = None,
 ) -> None:
     """Replay a cluster and workload trace through the scheduler and write out/ (JSON + CSV)."""
     from kubeberth.report.output import summary_table, write_outputs
@@ -97,6 +111,8 @@ def simulate(
     with _user_errors(cfg):
         registry = _registry(plugin)
         wl = load_workload(cluster, workload)
+        spill_setup = spill_config(spill_cfg, spill, spill_threshold, spill_window,
+                                   spill_stabilization, spill_interval)
         with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                       TextColumn("{task.completed}/{task.total} pods"), TimeElapsedColumn(),
                       console=err_console, disable=quiet, transient=True) as progress:
@@ -106,7 +122,11 @@ def simulate(
                 progress.update(task, completed=done)
 
             sim = Simulation(wl, cfg, registry, seed=seed, bind_latency=bind_latency,
-                             sample_interval=sample_interval, progress=tick)
+                             sample_interval=sample_interval, progress=tick, until=until)
+            if spill_setup is not None:
+                from kubeberth.sim.spill import SpillHost
+
+                SpillHost(spill_setup).attach(sim)
             result = sim.run()
     meta: dict[str, Any] = {
         "workload": wl.name, "nodes": len(wl.nodes), "seed": seed,
@@ -115,7 +135,9 @@ def simulate(
     }
     data = write_outputs(result, out, meta)
     console.print(summary_table(data))
-    console.print(f"wrote {out}/summary.json, timeseries.csv, pods.csv")
+    extra = ", evictions.csv" if data.get("evictions", {}).get("requested") else ""
+    extra += ", spill.csv, spill_metrics.prom, spill.html" if "spill" in data else ""
+    console.print(f"wrote {out}/summary.json, timeseries.csv, pods.csv{extra}")
 
 
 @app.command()
@@ -158,6 +180,7 @@ def list_plugins(plugin: PluginOpt = None) -> None:
 
 app.command("deschedule")(deschedule)
 app.command("admit")(admit_command)
+app.add_typer(spill_app, name="spill")
 
 
 @app.command()

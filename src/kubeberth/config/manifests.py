@@ -288,6 +288,11 @@ def _pdb(doc: Document) -> PodDisruptionBudget:
         if isinstance(value, str) and not _is_percent(value):
             raise doc.error(f"{name} {value!r} is not a percentage", field=f"spec.{name}",
                             expected="a non-negative integer or a percentage from 0% to 100%")
+    policy = spec.unhealthy_pod_eviction_policy
+    if policy is not None and policy not in ("IfHealthyBudget", "AlwaysAllow"):
+        raise doc.error(f"unknown unhealthyPodEvictionPolicy {policy!r}",
+                        field="spec.unhealthyPodEvictionPolicy",
+                        expected="IfHealthyBudget or AlwaysAllow")
     return pdb
 
 

@@ -15,12 +15,20 @@ from typing import Any
 
 from rich.table import Table
 
+from kubeberth.report.spill_html import render_spill_html
 from kubeberth.sim.engine import SimResult
 from kubeberth.sim.metrics import SERIES_COLUMNS
+from kubeberth.sim.spill import SPILL_COLUMNS, SpillHost
 
 SUMMARY_FILE = "summary.json"
 SERIES_FILE = "timeseries.csv"
 PODS_FILE = "pods.csv"
+EVICTIONS_FILE = "evictions.csv"
+SPILL_FILE = "spill.csv"
+SPILL_METRICS_FILE = "spill_metrics.prom"
+SPILL_HTML_FILE = "spill.html"
+EVICTION_COLUMNS = ("time", "pod", "node", "plugin", "reason", "allowed", "code", "message",
+                    "pdb", "replacement")
 
 
 def summary(result: SimResult, meta: dict[str, Any]) -> dict[str, Any]:
@@ -48,7 +56,35 @@ def summary(result: SimResult, meta: dict[str, Any]) -> dict[str, Any]:
         "pendingReasons": {key: m.pods[key].reason for key in result.unscheduled
                            if m.pods[key].reason},
         "unmodelledPlugins": result.unmodelled_plugins,
+        **_eviction_summary(result),
+        **_spill_summary(result),
     }
+
+
+def _spill_host(result: SimResult) -> SpillHost | None:
+    host = result.extras.get("spill")
+    return host if isinstance(host, SpillHost) else None
+
+
+def _spill_summary(result: SimResult) -> dict[str, Any]:
+    host = _spill_host(result)
+    return {} if host is None else {"spill": host.summary(result.end_time)}
+
+
+def _eviction_summary(result: SimResult) -> dict[str, Any]:
+    """``evictions`` in summary.json: requests, what the eviction API allowed and refused."""
+    if not result.evictions and not result.replacements:
+        return {}
+    refused: dict[str, int] = {}
+    for e in result.evictions:
+        if not e.verdict.allowed:
+            refused[str(e.verdict.code)] = refused.get(str(e.verdict.code), 0) + 1
+    return {"evictions": {
+        "requested": len(result.evictions),
+        "evicted": sum(1 for e in result.evictions if e.verdict.allowed),
+        "refusedByCode": dict(sorted(refused.items())),
+        "replacementsCreated": result.replacements,
+    }}
 
 
 def _csv(rows: list[tuple[Any, ...]], header: tuple[str, ...]) -> str:
@@ -72,6 +108,18 @@ def write_outputs(result: SimResult, out: Path, meta: dict[str, Any]) -> dict[st
     ]
     (out / PODS_FILE).write_text(_csv(pods, ("pod", "arrival", "bound", "node", "attempts",
                                              "wait_seconds", "finished", "preempted")))
+    if result.evictions:
+        rows = [(e.time, e.pod, e.node, e.plugin, e.reason, int(e.verdict.allowed),
+                 e.verdict.code, e.verdict.message, e.verdict.pdb, e.replacement)
+                for e in result.evictions]
+        (out / EVICTIONS_FILE).write_text(_csv(rows, EVICTION_COLUMNS))
+    host = _spill_host(result)
+    if host is not None:
+        (out / SPILL_FILE).write_text(_csv(host.rows, SPILL_COLUMNS))
+        (out / SPILL_METRICS_FILE).write_bytes(host.exposition())
+        title = f"kubeberth spill: {meta.get('workload', '')}"
+        (out / SPILL_HTML_FILE).write_text(
+            render_spill_html(host.rows, result.evictions, data["spill"], title))
     return data
 
 
@@ -93,4 +141,14 @@ def summary_table(data: dict[str, Any]) -> Table:
     for res, v in data["allocationPct"].items():
         t.add_row(f"{res} allocated mean / peak (%)", f"{v['mean']:.2f} / {v['peak']:.2f}")
     t.add_row("simulated time (s)", f"{data['simulatedSeconds']:.0f}")
+    ev = data.get("evictions")
+    if ev:
+        t.add_row("evictions allowed / requested", f"{ev['evicted']} / {ev['requested']}")
+        t.add_row("replacement pods", str(ev["replacementsCreated"]))
+    spill = data.get("spill")
+    if spill:
+        t.add_row("pods spilled to VK", str(spill["podsSpilled"]))
+        t.add_row("spill GPU-hours / cost", f"{spill['gpuHours']:.2f} / {spill['cost']:.2f}")
+        t.add_row("taint flips", str(spill["taintFlips"]))
+        t.add_row("signal faults (ticks)", str(spill["faultTicks"]))
     return t

@@ -10,21 +10,34 @@ Preemption victims are deleted and, as the controller that owns a trace pod woul
 at once with their full duration (the work they had done is lost); pods that name a node in
 ``spec.nodeName`` are placed there without scheduling, as the kubelet would admit them.
 Nothing here knows plugin internals: the simulator only applies the scheduler's decisions.
+
+Pods of Deployments, ReplicaSets and Jobs belong to their owner (``sim/owners.py``): when one
+is evicted or preempted the owner creates a replacement under a new name. Voluntary
+disruptions go through :meth:`Simulation.evict`, which answers as the eviction API does with
+PodDisruptionBudgets computed from live pods (``state/disruption.py``). Hosts of periodic
+policies (the spill controller, a descheduling pass) register with :meth:`Simulation.every`
+and change nodes through :meth:`Simulation.update_node`, the path the scheduling queue reacts
+to; a node may have a pod start latency (the virtual-kubelet node's model download), during
+which its pods are Pending and not Ready.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
 import msgspec
 
+from kubeberth.api.objects import Node, Pod, PodCondition, PodStatus
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.types import SchedulerConfiguration
 from kubeberth.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
+from kubeberth.framework.interface import ClusterEvent
 from kubeberth.framework.registry import Registry
 from kubeberth.framework.scheduler import (
     ASSIGNED_POD_DELETE,
@@ -33,10 +46,23 @@ from kubeberth.framework.scheduler import (
 )
 from kubeberth.framework.status import SUCCESS, Status
 from kubeberth.sim.metrics import Metrics, PodRecord
+from kubeberth.sim.owners import OwnerRuntime
 from kubeberth.sim.traces import TracePod, Workload
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
+from kubeberth.state.disruption import (
+    DisruptionBudgets,
+    EvictionRequest,
+    EvictionVerdict,
+    PodView,
+)
 
 FLUSH_PERIOD = 30.0  # upstream flushUnschedulablePodsLeftover period
+NODE_UPDATE_TAINT = ClusterEvent("Node", "UpdateNodeTaint")
+NODE_ADD_EVENT = ClusterEvent("Node", "Add")
+NOT_FOUND = 404
+
+# A descheduling pass: the snapshot and the time in, the evictions to request out (pure).
+Deschedule = Callable[[ClusterState, float], Iterable[EvictionRequest]]
 
 
 class Phase(IntEnum):
@@ -44,6 +70,46 @@ class Phase(IntEnum):
     ARRIVE = 1
     BIND = 2
     TIMER = 3
+    CALL = 4  # a host callback: an owner's scale step, a periodic policy tick, an outage
+
+
+@dataclass(slots=True, frozen=True)
+class _Call:
+    fn: Callable[[], None]
+    late: bool = False  # run after the instant's scheduling (an observer of the settled state)
+
+
+@dataclass(slots=True)
+class EvictionRecord:
+    """One eviction request and the eviction API's answer."""
+
+    time: float
+    pod: str
+    node: str
+    plugin: str
+    reason: str
+    verdict: EvictionVerdict
+    replacement: str = ""  # the owner's new pod, when one was created at once
+
+
+def _set_phase(pod: Pod, phase: str) -> None:
+    """Write the phase and the Ready condition the kubelet would report (Ready iff Running), so
+    policies reading the snapshot (a descheduler, an evictor) see what the cluster shows."""
+    pod.status.phase = phase
+    ready = "True" if phase == "Running" else "False"
+    conds = [c for c in pod.status.conditions if c.type != "Ready"]
+    conds.append(PodCondition(type="Ready", status=ready))
+    pod.status.conditions = conds
+
+
+class PodListener:
+    """Told when a pod starts or stops occupying a node (the spill node's GPU-hour meter)."""
+
+    def pod_started(self, pi: PodInfo, node: str, now: float) -> None:
+        """A pod was bound to ``node``."""
+
+    def pod_stopped(self, pi: PodInfo, node: str, now: float) -> None:
+        """A pod left ``node`` (completed, evicted, preempted, deleted)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -62,6 +128,10 @@ class SimResult:
     unscheduled: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     unmodelled_plugins: list[str] = field(default_factory=list)
+    evictions: list[EvictionRecord] = field(default_factory=list)
+    replacements: int = 0  # pods owners created to replace deleted ones
+    # Hosts attached to the run by name (e.g. "spill": its SpillHost), for the report layer.
+    extras: dict[str, object] = field(default_factory=dict)
 
 
 class Simulation:
@@ -75,6 +145,9 @@ class Simulation:
         bind_latency: float = 0.0,
         sample_interval: float | None = None,
         progress: Callable[[int, int], None] | None = None,
+        descheduler: Deschedule | None = None,
+        deschedule_interval: float = 300.0,
+        until: float | None = None,
     ) -> None:
         self.workload = workload
         self.now = 0.0
@@ -114,6 +187,19 @@ class Simulation:
         self._next_sample = 0.0
         for tp in workload.pods:
             self._push(tp.arrival, Phase.ARRIVE, tp)
+        # Owners, evictions, node start latency, periodic hosts.
+        self.until = until
+        self.start_latency: dict[str, float] = {}
+        self.listeners: list[PodListener] = []
+        self.evictions: list[EvictionRecord] = []
+        self.extras: dict[str, object] = {}
+        self._ready_at: dict[str, float] = {}
+        self._busy: dict[int, bool] = {}
+        self.owners = OwnerRuntime(self, [dataclasses.replace(o) for o in workload.owners])
+        self._adopt_initial_pods(workload)
+        self.descheduler = descheduler
+        if descheduler is not None:
+            self.every(deschedule_interval, self._deschedule_pass, first=deschedule_interval)
 
     # ---- heap ------------------------------------------------------------------------------
     def _push(self, when: float, phase: Phase, payload: object) -> None:
@@ -135,6 +221,14 @@ class Simulation:
         return SUCCESS
 
     def _evict(self, victim: PodInfo, preemptor: PodInfo) -> None:
+        if self.owners.owner_of(victim.key) is not None:
+            # An owned pod is deleted; its owner creates a replacement under a new name.
+            self.metrics.preemptions += 1
+            self.metrics.pods[victim.key].preempted += 1
+            self._delete(victim, succeeded=False)
+            return
+        self._stopped(victim)
+        victim.pod.status = PodStatus()
         self.snapshot.remove_pod(victim)
         self._progressed()
         self._completion_token.pop(victim.key, None)
@@ -190,21 +284,38 @@ class Simulation:
         rec = self.metrics.pods[pi.key]
         rec.bound = self.now
         rec.node = node
+        # On a node with a start latency the pod is Pending (not Ready) until it has passed,
+        # and its run time starts then.
+        latency = self.start_latency.get(node, 0.0)
+        self._ready_at[pi.key] = self.now + latency
+        _set_phase(pi.pod, "Running" if latency == 0 else "Pending")
+        if latency > 0:
+            self.call_at(self.now + latency, functools.partial(self._became_ready, pi))
+        for listener in self.listeners:
+            listener.pod_started(pi, node, self.now)
         duration = self._durations.get(pi.key)
         if duration is not None:
             token = self._seq + 1
             self._completion_token[pi.key] = token
-            self._push(self.now + duration, Phase.COMPLETE, _Completion(pi, token))
+            self._push(self.now + latency + duration, Phase.COMPLETE, _Completion(pi, token))
+
+    def _became_ready(self, pi: PodInfo) -> None:
+        """A pod on a node with a start latency is up (unless it left meanwhile)."""
+        if pi.node >= 0 and self._ready_at.get(pi.key) == self.now:
+            _set_phase(pi.pod, "Running")
 
     def _complete(self, pi: PodInfo, token: int) -> None:
         if self._completion_token.get(pi.key) != token:
             return  # preempted and re-created since this completion was planned
         del self._completion_token[pi.key]
         self._progressed()
+        self._stopped(pi)
         self.snapshot.remove_pod(pi)
         self.snapshot.objects.pod_deleted(pi.key)
         self.metrics.pods[pi.key].finished = self.now
+        _set_phase(pi.pod, "Succeeded")
         self.scheduler.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+        self.owners.pod_gone(pi.key, succeeded=True)
 
     def _bind(self, res: CycleResult) -> None:
         st = self.scheduler.bind(res)
@@ -294,12 +405,15 @@ class Simulation:
         heap = self._heap
         while heap:
             t = heap[0][0]
+            if self.until is not None and t > self.until:
+                break
             self._sample_until(t)
             self.now = t
             self._armed.discard(t)
+            late: list[_Call] = []
             while heap and heap[0][0] == t:
                 _, phase, _, payload = heapq.heappop(heap)
-                if phase != Phase.TIMER:
+                if phase not in (Phase.TIMER, Phase.CALL):
                     self._non_timer_events -= 1
                 if phase == Phase.ARRIVE:
                     assert isinstance(payload, TracePod)
@@ -311,9 +425,19 @@ class Simulation:
                 elif phase == Phase.BIND:
                     assert isinstance(payload, CycleResult)
                     self._bind(payload)
+                elif phase == Phase.CALL:
+                    assert isinstance(payload, _Call)
+                    if payload.late:
+                        late.append(payload)
+                    else:
+                        payload.fn()
             if t % FLUSH_PERIOD == 0:
                 self.scheduler.queue.flush_unschedulable_left_over()
             self._schedule_all()
+            if late:
+                for call in late:
+                    call.fn()
+                self._schedule_all()
             if self.progress is not None:
                 self.progress(arrived, total)
             if not self._work_left():
@@ -321,11 +445,13 @@ class Simulation:
         self._sample_until(self.now)
         self.metrics.sample(self.now, self.snapshot, self.scheduler.queue.pending_counts())
         unscheduled = sorted(k for k, r in self.metrics.pods.items()
-                             if r.bound is None and k not in self._ignored)
+                             if r.bound is None and k not in self._ignored
+                             and r.deleted is None)
         unmodelled = sorted({n for fw in self.scheduler.frameworks.values()
                              for n in fw.unmodelled})
         return SimResult(self.metrics, self.now, self._decisions, unscheduled,
-                         sorted(self._ignored), unmodelled)
+                         sorted(self._ignored), unmodelled, self.evictions,
+                         self.owners.replacements, self.extras)
 
     def _work_left(self) -> bool:
         """Stop once nothing can arrive, complete or bind any more and every pending pod has
@@ -333,13 +459,211 @@ class Simulation:
         Permit reservation released after it: further retries would see the same cluster, or
         the same pods taking turns holding the same reservations (a Permit livelock upstream
         would loop in forever), and change no outcome."""
-        if self._non_timer_events:
+        if self._non_timer_events or any(self._busy.values()):
             return True
         if self._first_release is None and len(self.scheduler.handle.waiting_pods):
             return True  # let a Permit timeout release capacity at least once
         since = max(self._progress, self._first_release or 0)
         for key, rec in self.metrics.pods.items():
-            if rec.bound is None and key not in self._ignored_set \
+            if rec.bound is None and key not in self._ignored_set and rec.deleted is None \
                     and self._last_attempt.get(key, 0) <= since:
                 return True
         return False
+
+    # ---- owners ----------------------------------------------------------------------------
+    def _adopt_initial_pods(self, workload: Workload) -> None:
+        """Tell each owner which of the workload's pods it created (the expanded ones), and
+        plan its scale steps and its deletion."""
+        by_controller = {(r.spec.namespace, r.spec.controller_kind, r.spec.controller_name): r
+                         for r in self.owners.runs.values()}
+        for tp in workload.pods:
+            for ref in tp.pod.metadata.owner_references:
+                run = by_controller.get((tp.pod.metadata.namespace or "default", ref.kind,
+                                         ref.name))
+                if ref.controller and run is not None:
+                    run.live[tp.pod.key] = None
+                    self.owners.pod_owner[tp.pod.key] = run
+        for run in self.owners.runs.values():
+            spec = run.spec
+            for when, replicas in spec.schedule:
+                self.call_at(max(when, spec.arrival),
+                             functools.partial(self.owners.scale, spec, replicas), counts=True)
+            if spec.lifetime is not None:
+                self.call_at(spec.arrival + spec.lifetime,
+                             functools.partial(self.owners.delete, spec), counts=True)
+
+    def create_owned_pod(self, pod: Pod, duration: float | None) -> str:
+        """OwnerHost: a controller creates a pod now (it arrives in this instant)."""
+        tp = TracePod(pod, self.now, duration)
+        self._arrive(tp)
+        return pod.key
+
+    def delete_owned_pod(self, key: str) -> bool:
+        """OwnerHost: a controller deletes its own pod (scale-down, owner deleted)."""
+        pi = self.snapshot.objects.pods.get(key)
+        if pi is None:
+            return True
+        return self._delete(pi, succeeded=None)
+
+    def pod_rank(self, key: str) -> tuple[int, int, int, float, float]:
+        """OwnerHost: scale-down ranking inputs for one pod."""
+        pi = self.snapshot.objects.pods.get(key)
+        if pi is None:
+            return (0, 0, 0, 0.0, 0.0)
+        view = self.pod_view(pi)
+        assigned = int(bool(pi.pod.spec.node_name))
+        phase = 2 if view.phase == "Running" else 0
+        ready_since = self._ready_at.get(key, 0.0) if view.ready else 0.0
+        return (assigned, phase, int(view.ready), ready_since, pi.arrival)
+
+    # ---- pods leaving ----------------------------------------------------------------------
+    def pod_view(self, pi: PodInfo) -> PodView:
+        """The pod as the disruption arithmetic reads it: Running and Ready once bound and
+        past its node's start latency."""
+        bound = bool(pi.pod.spec.node_name) and pi.node >= 0
+        running = bound and self.now >= self._ready_at.get(pi.key, self.now)
+        controller = next(((r.kind, r.name) for r in pi.pod.metadata.owner_references
+                           if r.controller), None)
+        return PodView(pi.namespace, pi.name, pi.labels, "Running" if running else "Pending",
+                       running, controller)
+
+    def _stopped(self, pi: PodInfo) -> None:
+        if pi.node >= 0 and pi.pod.spec.node_name:
+            node = self.snapshot.node_names[pi.node]
+            for listener in self.listeners:
+                listener.pod_stopped(pi, node, self.now)
+
+    def _delete(self, pi: PodInfo, succeeded: bool | None) -> bool:
+        """Delete a pod now. ``succeeded`` False tells its owner it failed (eviction,
+        preemption), None that the owner itself deleted it. A pod mid-binding (assumed, or
+        waiting at Permit) cannot be deleted in this instant: returns False."""
+        key = pi.key
+        if pi.node >= 0 and not pi.pod.spec.node_name:
+            return False
+        if pi.node >= 0:
+            self._stopped(pi)
+            self.snapshot.remove_pod(pi)
+            self._completion_token.pop(key, None)
+            self.scheduler.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+        else:
+            self.scheduler.queue.delete(key)
+            self.scheduler.handle.nominator.remove(pi)
+        self._progressed()
+        self.snapshot.objects.pod_deleted(key)
+        rec = self.metrics.pods.get(key)
+        if rec is not None:
+            rec.deleted = self.now
+        if succeeded is not None:
+            self.owners.pod_gone(key, succeeded=succeeded)
+        return True
+
+    def delete_pods_on(self, node: str) -> list[str]:
+        """Delete every pod bound to ``node`` without the eviction API (the taint manager
+        after a node stayed unreachable); owners replace theirs. Returns the deleted keys."""
+        idx = self.snapshot.node_index[node]
+        gone: list[str] = []
+        for pi in list(self.snapshot.pods_on_node[idx].values()):
+            if self._delete(pi, succeeded=False):
+                gone.append(pi.key)
+        return gone
+
+    def evict(self, key: str, *, plugin: str = "", reason: str = "") -> EvictionVerdict:
+        """The eviction API: delete the pod unless a PodDisruptionBudget forbids it, computed
+        from the pods that exist now. An owned pod is replaced by its owner at once."""
+        pi = self.snapshot.objects.pods.get(key)
+        if pi is None:
+            verdict = EvictionVerdict(False, NOT_FOUND, f'pods "{key}" not found')
+            self.evictions.append(EvictionRecord(self.now, key, "", plugin, reason, verdict))
+            return verdict
+        node = self.snapshot.node_names[pi.node] if pi.node >= 0 else ""
+        budgets = self.disruption_budgets(pi.namespace)
+        verdict = budgets.check(self.pod_view(pi))
+        record = EvictionRecord(self.now, key, node, plugin, reason, verdict)
+        self.evictions.append(record)
+        if verdict.allowed:
+            before = self.owners.replacements
+            run = self.owners.owner_of(key)
+            if not self._delete(pi, succeeded=False):
+                record.verdict = EvictionVerdict(False, 409, "the pod is being bound")
+                return record.verdict
+            if run is not None and self.owners.replacements > before and run.live:
+                record.replacement = next(reversed(run.live))
+        return record.verdict
+
+    def disruption_budgets(self, namespace: str | None = None) -> DisruptionBudgets:
+        """Every PDB (of ``namespace``, or all) with its status computed from live pods."""
+        pdbs = [p for p in self.snapshot.pdbs
+                if namespace is None or (p.metadata.namespace or "default") == namespace]
+        if not pdbs:
+            return DisruptionBudgets([])
+        views = [self.pod_view(pi) for pi in self.snapshot.objects.pods.values()
+                 if namespace is None or pi.namespace == namespace]
+        return DisruptionBudgets.compute(pdbs, views, self.owners.scale_of)
+
+    def refresh_pdb_status(self) -> None:
+        """Write the computed statuses into the snapshot's PDBs (what the disruption
+        controller keeps up to date), for policies that read ``pdb.status``."""
+        for st in self.disruption_budgets().statuses:
+            status = st.pdb.status
+            status.current_healthy = st.current_healthy
+            status.desired_healthy = st.desired_healthy
+            status.expected_pods = st.expected_pods
+            status.disruptions_allowed = st.disruptions_allowed
+            status.disrupted_pods = {}
+
+    # ---- nodes and periodic hosts ----------------------------------------------------------
+    def add_node(self, node: Node) -> None:
+        """A node joins the cluster now."""
+        self.snapshot.add_node(node)
+        self._progressed()
+        self.scheduler.queue.move_all_to_active_or_backoff(NODE_ADD_EVENT)
+
+    def update_node(self, node: Node) -> None:
+        """Replace a node's object (taints, conditions); pending pods rejected by a plugin
+        interested in taint changes are moved back as upstream's node-update event does."""
+        self.snapshot.update_node(node)
+        self._progressed()
+        self.scheduler.queue.move_all_to_active_or_backoff(NODE_UPDATE_TAINT)
+
+    def call_at(self, when: float, fn: Callable[[], None], *, counts: bool = False,
+                late: bool = False) -> None:
+        """Run ``fn`` at virtual time ``when``. ``counts``: the call is part of the workload
+        (an owner's scale step) and keeps the run going until it has happened. ``late``: run
+        it after that instant's arrivals, completions and scheduling, so it observes the
+        settled cluster (the cluster then gets another scheduling pass)."""
+        self._seq += 1
+        if counts:
+            self._non_timer_events += 1
+
+            def wrapped() -> None:
+                self._non_timer_events -= 1
+                fn()
+
+            heapq.heappush(self._heap, (when, int(Phase.CALL), self._seq,
+                                        _Call(wrapped, late)))
+            return
+        heapq.heappush(self._heap, (when, int(Phase.CALL), self._seq, _Call(fn, late)))
+
+    def every(self, interval: float, fn: Callable[[], bool], *, first: float = 0.0) -> None:
+        """Run ``fn`` every ``interval`` seconds from ``first``, each time after that instant's
+        scheduling (it observes the settled cluster). While its last call returned True (it
+        may still act without outside events, e.g. a stabilization timer runs) the run does
+        not end."""
+        slot = len(self._busy)
+        self._busy[slot] = False
+        first = max(first, self.now)
+
+        def tick() -> None:
+            self._busy[slot] = fn()
+            self.call_at(self.now + interval, tick, late=True)
+
+        self.call_at(first, tick, late=True)
+
+    def _deschedule_pass(self) -> bool:
+        """One descheduling pass on the current snapshot; busy while it evicts something."""
+        assert self.descheduler is not None
+        self.refresh_pdb_status()
+        evicted = False
+        for req in list(self.descheduler(self.snapshot, self.now)):
+            evicted |= self.evict(req.pod, plugin=req.plugin, reason=req.reason).allowed
+        return evicted

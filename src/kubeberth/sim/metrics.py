@@ -31,6 +31,7 @@ class PodRecord:
     finished: float | None = None
     preempted: int = 0
     reason: str = ""  # why the last attempt did not place the pod (empty once bound)
+    deleted: float | None = None  # when it was evicted or deleted (an owner may replace it)
 
     @property
     def wait(self) -> float | None:
@@ -44,11 +45,15 @@ class Metrics:
     preemptions: int = 0
     pods: dict[str, PodRecord] = field(default_factory=dict)
     rows: list[tuple[float, ...]] = field(default_factory=list)
+    # Node slots left out of the allocation percentages (the spill node's advertised capacity
+    # would dwarf the cluster's).
+    exclude_nodes: list[int] = field(default_factory=list)
 
     def sample(self, now: float, snap: ClusterState, pending: tuple[int, int, int]) -> None:
         ids = snap.node_ids()
-        alloc = snap.allocatable[ids].sum(axis=0)
-        req = snap.requested[ids].sum(axis=0)
+        counted = ids[~np.isin(ids, self.exclude_nodes)] if self.exclude_nodes else ids
+        alloc = snap.allocatable[counted].sum(axis=0)
+        req = snap.requested[counted].sum(axis=0)
 
         def pct(resource: str) -> float:
             col = snap.resources.get(resource)

@@ -66,6 +66,7 @@ from kubeberth.api.objects import (
 )
 from kubeberth.api.resources import CPU, GPU, GPU_MILLI, MEMORY, PODS
 from kubeberth.config.manifests import MANIFEST_SUFFIXES, Manifests, load_manifests, pod_timing
+from kubeberth.config.workloads import Owner, load_owners
 from kubeberth.config.yamlsrc import STDIN
 
 GPU_MODEL_LABEL = "kubeberth.io/gpu-model"
@@ -117,6 +118,8 @@ class Workload:
     # PriorityClasses, Namespaces, PDBs and other kinds found in manifest inputs (their node and
     # pod lists are empty: those are above), for the layers that use them.
     extras: Manifests = field(default_factory=Manifests)
+    # Deployments, ReplicaSets and Jobs; their first pods are already in ``pods``.
+    owners: list[Owner] = field(default_factory=list)
 
 
 # ---- reading text ------------------------------------------------------------------------------
@@ -462,6 +465,22 @@ def _without_nodes_and_pods(m: Manifests) -> Manifests:
     return dataclasses.replace(m, nodes=[], pods=[])
 
 
+def expand_owners(owners: Sequence[Owner]) -> list[TracePod]:
+    """The pods each owner creates when it arrives: a Deployment's or ReplicaSet's replicas,
+    a Job's first ``min(parallelism, completions)`` pods. Later pods (replacements, scale-ups,
+    a Job's next completions) are created by the simulator's controllers."""
+    pods: list[TracePod] = []
+    for owner in owners:
+        if owner.kind == "Job":
+            count = owner.parallelism if owner.completions is None \
+                else min(owner.parallelism, owner.completions)
+            duration = owner.pod_duration
+        else:
+            count, duration = owner.replicas, None
+        pods.extend(TracePod(owner.new_pod(), owner.arrival, duration) for _ in range(count))
+    return pods
+
+
 def read_trace(path: str | os.PathLike[str]) -> Workload:
     """Read one input of any supported form, judged by its content: an openb node list, an
     openb pod list (both plain or gzip) or Kubernetes manifests (a file, a directory or ``-``)."""
@@ -475,8 +494,11 @@ def read_trace(path: str | os.PathLike[str]) -> Workload:
             return Workload(nodes=[], pods=_parse_pods(text, source), name=_stem(p),
                             source=source)
     m = load_manifests([p])
-    return workload_from_manifests(m.nodes, m.pods, pod_timing, name=_stem(p), source=source,
-                                   extras=_without_nodes_and_pods(m))
+    wl = workload_from_manifests(m.nodes, m.pods, pod_timing, name=_stem(p), source=source,
+                                 extras=_without_nodes_and_pods(m))
+    wl.owners = load_owners(m)
+    wl.pods.extend(expand_owners(wl.owners))
+    return wl
 
 
 @dataclass(slots=True)
@@ -488,6 +510,7 @@ class _Role:
     extras: Manifests
     names: list[str]
     sources: list[str]
+    owners: list[Owner] = field(default_factory=list)
 
 
 def _load_role(paths: Sequence[str | os.PathLike[str]], cluster: bool) -> _Role:
@@ -527,6 +550,8 @@ def _load_role(paths: Sequence[str | os.PathLike[str]], cluster: bool) -> _Role:
         # Pods in cluster manifests are already there (bound ones are placed on their nodes).
         role.pods.extend(TracePod(p, *pod_timing(p)) for p in m.pods)
         role.extras = _without_nodes_and_pods(m)
+        role.owners = load_owners(m)
+        role.pods.extend(expand_owners(role.owners))
     if cluster and not role.nodes:
         raise InputError("no nodes found", source=", ".join(role.sources),
                          expected="an openb node list or manifests with kind: Node")
@@ -591,5 +616,5 @@ def load_workload(cluster: Sequence[str | os.PathLike[str]] | None,
     return Workload(
         nodes=c.nodes, pods=c.pods + w.pods, name=name,
         source=f"cluster: {cluster_src}; workload: {workload_src}",
-        extras=_merge_extras(c.extras, w.extras),
+        extras=_merge_extras(c.extras, w.extras), owners=c.owners + w.owners,
     )

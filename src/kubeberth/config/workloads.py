@@ -1,0 +1,295 @@
+"""Deployments, ReplicaSets and Jobs from manifests, validated, with the pods they create.
+
+A cluster re-creates an evicted pod only through the controller that owns it, under a new name,
+and a PodDisruptionBudget in percent is measured against that controller's scale. So the
+simulator needs the owners, not just their pods. This module decodes the owner documents the
+manifest loader keeps raw, checks what the API server's validation would refuse (a selector
+that does not match the template, a restartPolicy the controller does not allow, negative
+counts) and builds each pod an owner creates, named and labelled as the upstream controllers
+name them (``<deployment>-<pod-template-hash>-<5 chars>``, ``<job>-<5 chars>``) with a
+controller ownerReference. Names are derived from the owner and a counter, so runs are
+reproducible. Simulation timing comes from annotations (see docs/spill.md, "Owners"):
+
+* ``kubeberth.io/arrival-seconds`` on the owner: when it is created (default 0);
+* ``kubeberth.io/duration-seconds`` on a Deployment or ReplicaSet: its lifetime, after which it
+  is deleted with its pods; on a Job's pod template: each pod's run time;
+* ``kubeberth.io/replicas-schedule`` on a Deployment or ReplicaSet: ``"600=8,1800=2"`` scales
+  it to 8 replicas at 600 s and to 2 at 1800 s.
+
+Rollouts, revision history, Job success/failure policies and indexed Jobs are not modelled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, field
+
+import msgspec
+
+from kubeberth.api.errors import InputError
+from kubeberth.api.objects import LabelSelector, ObjectMeta, OwnerReference, Pod, PodSpec
+from kubeberth.api.resources import pod_requests
+from kubeberth.api.selectors import compile_label_selector
+from kubeberth.api.workloads import Deployment, Job, PodTemplateSpec, ReplicaSet
+from kubeberth.config.manifests import (
+    ANNOTATION_ARRIVAL,
+    ANNOTATION_DURATION,
+    DEFAULT_NAMESPACE,
+    Manifests,
+    pod_timing,
+)
+from kubeberth.config.yamlsrc import Document, convert
+
+ANNOTATION_REPLICAS_SCHEDULE = "kubeberth.io/replicas-schedule"
+POD_TEMPLATE_HASH = "pod-template-hash"
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+JOB_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
+DEFAULT_BACKOFF_LIMIT = 6  # upstream Job default
+OWNER_KINDS = ("Deployment", "ReplicaSet", "Job")
+# Upstream's rand.String alphabet (no vowels, no confusable digits).
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_UID_NAMESPACE = uuid.UUID("6f1c1a55-3b7e-4f4e-9a57-6b7562657274")
+
+
+@dataclass(slots=True)
+class Owner:
+    """A controller that owns pods, reduced to what the simulator replays."""
+
+    kind: str  # Deployment, ReplicaSet or Job
+    name: str
+    namespace: str
+    uid: str
+    template: PodTemplateSpec
+    replicas: int  # Deployment/ReplicaSet desired replicas at creation
+    arrival: float  # seconds on the simulated clock
+    lifetime: float | None = None  # Deployment/ReplicaSet: deleted after this long
+    schedule: list[tuple[float, int]] = field(default_factory=list)  # (time, replicas)
+    # Job only.
+    completions: int | None = None
+    parallelism: int = 1
+    backoff_limit: int = DEFAULT_BACKOFF_LIMIT
+    pod_duration: float | None = None  # each pod's run time (Jobs)
+    # Pods created so far; numbers the next pod's name.
+    created: int = 0
+    # The ReplicaSet a Deployment's pods belong to ("" for the others).
+    replica_set: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def controller_kind(self) -> str:
+        """Kind named by the pods' controller ownerReference (a Deployment's pods are owned by
+        its ReplicaSet)."""
+        return "ReplicaSet" if self.kind == "Deployment" else self.kind
+
+    @property
+    def controller_name(self) -> str:
+        return self.replica_set or self.name
+
+    def new_pod(self) -> Pod:
+        """The next pod this owner creates, with upstream-style name, labels and ownerRef."""
+        self.created += 1
+        base = self.controller_name
+        suffix = _suffix(f"{self.uid}/{self.created}")
+        meta = self.template.metadata
+        labels = dict(meta.labels)
+        if self.kind == "Deployment":
+            labels[POD_TEMPLATE_HASH] = self.replica_set.rsplit("-", 1)[1]
+        if self.kind == "Job":
+            for key in JOB_NAME_LABELS:
+                labels[key] = self.name
+            for key in JOB_UID_LABELS:
+                labels[key] = self.uid
+        ref = OwnerReference(api_version="batch/v1" if self.kind == "Job" else "apps/v1",
+                             kind=self.controller_kind, name=self.controller_name,
+                             uid=_uid(self.controller_kind, self.namespace, self.controller_name),
+                             controller=True)
+        return Pod(
+            metadata=ObjectMeta(name=f"{base}-{suffix}", namespace=self.namespace, labels=labels,
+                                annotations=dict(meta.annotations), owner_references=[ref]),
+            spec=_copy_spec(self.template.spec),
+        )
+
+
+def _copy_spec(spec: PodSpec) -> PodSpec:
+    """A deep copy: the scheduler writes nodeName and nominations into the pod it binds."""
+    copied: PodSpec = msgspec.convert(msgspec.to_builtins(spec), PodSpec)
+    return copied
+
+
+def _suffix(seed: str, length: int = 5) -> str:
+    digest = hashlib.sha256(seed.encode()).digest()
+    return "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:length])
+
+
+def _uid(kind: str, namespace: str, name: str) -> str:
+    return str(uuid.uuid5(_UID_NAMESPACE, f"{kind}/{namespace}/{name}"))
+
+
+def _template_hash(template: PodTemplateSpec) -> str:
+    """A stable stand-in for upstream's pod-template-hash (10 chars of the same alphabet)."""
+    return _suffix(msgspec.json.encode(template).decode(), 10)
+
+
+def parse_replicas_schedule(raw: str) -> list[tuple[float, int]]:
+    """``"600=8,1800=2"`` → [(600.0, 8), (1800.0, 2)], times ascending."""
+    expected = ('comma-separated <seconds>=<replicas> pairs in increasing time order, such as '
+                '"600=8,1800=2"')
+    field_path = f"metadata.annotations.{ANNOTATION_REPLICAS_SCHEDULE}"
+    out: list[tuple[float, int]] = []
+    for part in raw.split(","):
+        when, sep, count = part.strip().partition("=")
+        try:
+            t = float(when)
+            n = int(count)
+        except ValueError:
+            raise InputError(f"{part.strip()!r} is not <seconds>=<replicas>", field=field_path,
+                             expected=expected) from None
+        if not sep or t < 0 or n < 0 or t != t or (out and t <= out[-1][0]):
+            raise InputError(f"{part.strip()!r} is not a valid step", field=field_path,
+                             expected=expected)
+        out.append((t, n))
+    return out
+
+
+def _meta(doc: Document, meta: ObjectMeta) -> None:
+    if not meta.name:
+        raise doc.error(f"the {doc.kind} has no name", field="metadata.name",
+                        expected="a non-empty metadata.name")
+    if not meta.namespace:
+        meta.namespace = DEFAULT_NAMESPACE
+
+
+def _check_template(doc: Document, template: PodTemplateSpec, allowed_restart: tuple[str, ...],
+                    kind: str) -> None:
+    restart = template.spec.restart_policy
+    if restart not in allowed_restart:
+        raise doc.error(f"restartPolicy {restart!r} is not allowed for a {kind}",
+                        field="spec.template.spec.restartPolicy",
+                        expected=" or ".join(allowed_restart))
+    probe = Pod(metadata=template.metadata, spec=template.spec)
+    try:
+        pod_requests(probe)
+        pod_timing(probe)
+    except InputError as err:
+        raise doc.locate(err.at(field="spec.template")) from None
+
+
+def _check_selector(doc: Document, template: PodTemplateSpec, selector_given: bool,
+                    required: bool) -> None:
+    spec = doc.data.get("spec") or {}
+    if not selector_given:
+        if required:
+            raise doc.error("spec.selector is missing", field="spec.selector",
+                            expected="a label selector matching spec.template.metadata.labels")
+        return
+    sel = msgspec.convert(spec.get("selector"), LabelSelector)
+    try:
+        matches = compile_label_selector(sel, "spec.selector")
+    except InputError as err:
+        raise doc.locate(err) from None
+    if not sel.match_labels and not sel.match_expressions:
+        raise doc.error("empty selector", field="spec.selector",
+                        expected="a non-empty label selector")
+    if not matches(template.metadata.labels):
+        raise doc.error("selector does not match template labels", field="spec.selector",
+                        expected="spec.template.metadata.labels that the selector matches")
+
+
+def _non_negative(doc: Document, value: int | None, path: str) -> None:
+    if value is not None and value < 0:
+        raise doc.error(f"{path.rsplit('.', 1)[-1]} is negative ({value})", field=path,
+                        expected="a non-negative integer")
+
+
+def _owner_timing(doc: Document, meta: ObjectMeta, lifetime_allowed: bool
+                  ) -> tuple[float, float | None]:
+    probe = Pod(metadata=ObjectMeta(annotations=meta.annotations))
+    try:
+        arrival, lifetime = pod_timing(probe)
+    except InputError as err:
+        raise doc.locate(err) from None
+    if lifetime is not None and not lifetime_allowed:
+        raise doc.error(f"{ANNOTATION_DURATION} on a {doc.kind} is not supported",
+                        field=f"metadata.annotations.{ANNOTATION_DURATION}",
+                        expected="the annotation on spec.template.metadata (each pod's run time)")
+    return arrival, lifetime
+
+
+def _replicated(doc: Document, obj: Deployment | ReplicaSet) -> Owner:
+    meta = obj.metadata
+    _meta(doc, meta)
+    _non_negative(doc, obj.spec.replicas, "spec.replicas")
+    template = obj.spec.template
+    _check_selector(doc, template, obj.spec.selector is not None, required=True)
+    _check_template(doc, template, ("Always",), doc.kind)
+    if ANNOTATION_DURATION in template.metadata.annotations:
+        raise doc.error(
+            f"{ANNOTATION_DURATION} on a {doc.kind}'s pod template is not supported: its pods "
+            "run until deleted", field=f"spec.template.metadata.annotations.{ANNOTATION_DURATION}",
+            expected=f"{ANNOTATION_DURATION} on the {doc.kind}'s own metadata (its lifetime)")
+    arrival, lifetime = _owner_timing(doc, meta, lifetime_allowed=True)
+    schedule: list[tuple[float, int]] = []
+    raw = meta.annotations.get(ANNOTATION_REPLICAS_SCHEDULE)
+    if raw is not None:
+        try:
+            schedule = parse_replicas_schedule(raw)
+        except InputError as err:
+            raise doc.locate(err) from None
+    owner = Owner(kind=doc.kind, name=meta.name, namespace=meta.namespace,
+                  uid=_uid(doc.kind, meta.namespace, meta.name), template=template,
+                  replicas=obj.spec.replicas, arrival=arrival, lifetime=lifetime,
+                  schedule=schedule)
+    if doc.kind == "Deployment":
+        owner.replica_set = f"{meta.name}-{_template_hash(template)}"
+    return owner
+
+
+def _job(doc: Document, job: Job) -> Owner:
+    meta = job.metadata
+    _meta(doc, meta)
+    spec = job.spec
+    for path, value in (("spec.completions", spec.completions),
+                        ("spec.parallelism", spec.parallelism),
+                        ("spec.backoffLimit", spec.backoff_limit)):
+        _non_negative(doc, value, path)
+    template = job.spec.template
+    _check_template(doc, template, ("Never", "OnFailure"), "Job")
+    if spec.selector is not None:
+        _check_selector(doc, template, True, required=False)
+    arrival, _ = _owner_timing(doc, meta, lifetime_allowed=False)
+    _, pod_duration = pod_timing(Pod(metadata=template.metadata))
+    return Owner(kind="Job", name=meta.name, namespace=meta.namespace,
+                 uid=_uid("Job", meta.namespace, meta.name), template=template, replicas=0,
+                 arrival=arrival, completions=spec.completions,
+                 parallelism=1 if spec.parallelism is None else spec.parallelism,
+                 backoff_limit=DEFAULT_BACKOFF_LIMIT if spec.backoff_limit is None
+                 else spec.backoff_limit,
+                 pod_duration=pod_duration)
+
+
+def load_owners(manifests: Manifests) -> list[Owner]:
+    """The Deployments, ReplicaSets and Jobs among ``manifests.other``, in input order."""
+    owners: list[Owner] = []
+    seen: set[tuple[str, str, str]] = set()
+    for doc in manifests.of_kind(*OWNER_KINDS):
+        if doc.kind == "Job":
+            owner = _job(doc, convert(doc, Job))
+        elif doc.kind == "Deployment":
+            owner = _replicated(doc, convert(doc, Deployment))
+        else:
+            owner = _replicated(doc, convert(doc, ReplicaSet))
+        key = (owner.kind, owner.namespace, owner.name)
+        if key in seen:
+            raise doc.error(f"{owner.kind} {owner.key} is defined twice", field="metadata.name",
+                            expected="unique names")
+        seen.add(key)
+        owners.append(owner)
+    return owners
+
+
+__all__ = ["ANNOTATION_ARRIVAL", "ANNOTATION_REPLICAS_SCHEDULE", "Owner", "load_owners",
+           "parse_replicas_schedule"]

@@ -1,0 +1,177 @@
+"""The workload controllers of a simulated cluster: ReplicaSets (and the Deployments above
+them) and Jobs keep their pods as upstream's controllers do.
+
+An eviction deletes a pod; whether the work comes back depends on its owner. A ReplicaSet
+creates a replacement at once under a new name (``<rs>-<5 chars>``, arriving at the eviction
+time) and, when scaled down, deletes pods in upstream's order (unassigned before assigned,
+pending before running, not ready before ready, the most recently ready first, the newest
+first). A Job keeps ``min(parallelism, completions − succeeded)`` pods active, counts a
+deleted pod as failed and gives up after ``backoffLimit`` failures; a Job without
+``completions`` stops creating pods after its first success. A bare pod has no owner: once
+evicted it is gone. The host (the simulator) owns the pods; this module only asks it to create
+and delete them through :class:`OwnerHost`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kubeberth.api.objects import Pod
+from kubeberth.config.workloads import Owner
+
+
+class OwnerHost(Protocol):
+    """What a controller needs from the cluster it runs in."""
+
+    def create_owned_pod(self, pod: Pod, duration: float | None) -> str:
+        """Create ``pod`` now; returns its key."""
+        ...
+
+    def delete_owned_pod(self, key: str) -> bool:
+        """Delete a pod now (no PDB check: a controller's own scale-down); False if it cannot
+        be deleted at this instant (mid-binding)."""
+        ...
+
+    def pod_rank(self, key: str) -> tuple[int, int, int, float, float]:
+        """Upstream scale-down rank inputs: (assigned, phase rank, ready, ready-since, created);
+        lower tuples are deleted first once turned into the ranking key."""
+        ...
+
+
+@dataclass(slots=True)
+class OwnerRun:
+    """One owner's live state in a run."""
+
+    spec: Owner
+    desired: int
+    live: dict[str, None] = field(default_factory=dict)  # pod keys, creation order
+    succeeded: int = 0
+    failed: int = 0
+    deleted: bool = False
+    finished: str = ""  # Job: "Complete" or "Failed"
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+
+class OwnerRuntime:
+    """Every owner in the run, and which owner each pod belongs to."""
+
+    def __init__(self, host: OwnerHost, owners: Iterable[Owner] = ()) -> None:
+        self.host = host
+        self.runs: dict[str, OwnerRun] = {}
+        self.pod_owner: dict[str, OwnerRun] = {}
+        self.replacements = 0
+        for owner in owners:
+            self.runs[f"{owner.kind}/{owner.key}"] = OwnerRun(owner, owner.replicas)
+
+    def run_of(self, owner: Owner) -> OwnerRun:
+        return self.runs[f"{owner.kind}/{owner.key}"]
+
+    def owner_of(self, pod_key: str) -> OwnerRun | None:
+        return self.pod_owner.get(pod_key)
+
+    def scale_of(self, kind: str, namespace: str, name: str) -> int | None:
+        """A controller's scale for PDB arithmetic (None: no such controller, or no scale)."""
+        for run in self.runs.values():
+            spec = run.spec
+            if spec.namespace == namespace and spec.controller_kind == kind \
+                    and spec.controller_name == name:
+                return None if kind == "Job" else run.desired
+        return None
+
+    # ---- events ------------------------------------------------------------------------------
+    def start(self, owner: Owner) -> None:
+        self.reconcile(self.run_of(owner))
+
+    def scale(self, owner: Owner, replicas: int) -> None:
+        run = self.run_of(owner)
+        if run.deleted:
+            return
+        run.desired = replicas
+        self.reconcile(run)
+
+    def delete(self, owner: Owner) -> None:
+        """The owner is deleted; its pods go with it (garbage collection, not eviction)."""
+        run = self.run_of(owner)
+        run.deleted = True
+        for key in list(run.live):
+            if self.host.delete_owned_pod(key):
+                self._forget(run, key)
+
+    def pod_gone(self, key: str, succeeded: bool) -> None:
+        """A pod of some owner ended (completed, evicted, preempted); the owner reacts."""
+        run = self.pod_owner.get(key)
+        if run is None:
+            return
+        self._forget(run, key)
+        if run.kind == "Job":
+            if succeeded:
+                run.succeeded += 1
+            else:
+                run.failed += 1
+        if not succeeded:
+            self.replacements += 1
+        self.reconcile(run)
+
+    # ---- reconciliation ----------------------------------------------------------------------
+    def reconcile(self, run: OwnerRun) -> None:
+        if run.deleted or run.finished:
+            return
+        if run.kind == "Job":
+            self._reconcile_job(run)
+            return
+        diff = run.desired - len(run.live)
+        if diff > 0:
+            self._create(run, diff)
+        elif diff < 0:
+            ranked = sorted(run.live, key=self._deletion_key)
+            for key in ranked[:-diff]:
+                if self.host.delete_owned_pod(key):
+                    self._forget(run, key)
+
+    def _deletion_key(self, key: str) -> tuple[int, int, int, float, float, str]:
+        assigned, phase, ready, ready_since, created = self.host.pod_rank(key)
+        # Upstream ActivePods ordering, delete-first first: unassigned, pending, not ready,
+        # ready for the shortest time (latest ready_since), newest (latest creation).
+        return (assigned, phase, ready, -ready_since, -created, key)
+
+    def _reconcile_job(self, run: OwnerRun) -> None:
+        spec = run.spec
+        if run.failed > spec.backoff_limit:
+            run.finished = "Failed"
+            for key in list(run.live):
+                if self.host.delete_owned_pod(key):
+                    self._forget(run, key)
+            return
+        active = len(run.live)
+        if spec.completions is None:
+            if run.succeeded > 0:
+                if active == 0:
+                    run.finished = "Complete"
+                return
+            want = spec.parallelism
+        else:
+            if run.succeeded >= spec.completions:
+                run.finished = "Complete"
+                return
+            want = min(spec.completions - run.succeeded, spec.parallelism)
+        if want > active:
+            self._create(run, want - active)
+
+    def _create(self, run: OwnerRun, count: int) -> None:
+        duration = run.spec.pod_duration if run.kind == "Job" else None
+        for _ in range(count):
+            key = self.host.create_owned_pod(run.spec.new_pod(), duration)
+            run.live[key] = None
+            self.pod_owner[key] = run
+
+    def _forget(self, run: OwnerRun, key: str) -> None:
+        run.live.pop(key, None)
+        self.pod_owner.pop(key, None)
+
+
+__all__ = ["OwnerHost", "OwnerRun", "OwnerRuntime"]
