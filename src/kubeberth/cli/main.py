@@ -99,6 +99,11 @@ def simulate(
         help="Seconds between controller ticks.")] = None,
     until: Annotated[float | None, typer.Option(
         help="Stop the run at this simulated time (s).")] = None,
+    deschedule_policy: Annotated[Path | None, typer.Option(
+        "--deschedule-policy", help="DeschedulerPolicy (descheduler/v1alpha2) to run every "
+                                    "--descheduling-interval.")] = None,
+    descheduling_interval: Annotated[float, typer.Option(
+        help="Seconds of simulated time between descheduling passes.")] = 300.0,
 ) -> None:
     """Replay a cluster and workload trace through the scheduler and write out/ (JSON + CSV)."""
     from kubeberth.report.output import summary_table, write_outputs
@@ -113,6 +118,16 @@ def simulate(
         wl = load_workload(cluster, workload)
         spill_setup = spill_config(spill_cfg, spill, spill_threshold, spill_window,
                                    spill_stabilization, spill_interval)
+        desched = None
+        if deschedule_policy is not None:
+            from kubeberth.config.descheduler import load_descheduler_policy
+            from kubeberth.sim.descheduling import SimDescheduler
+
+            if descheduling_interval <= 0:
+                raise InputError(f"--descheduling-interval {descheduling_interval}",
+                                 field="--descheduling-interval",
+                                 expected="a positive number of seconds")
+            desched = SimDescheduler(load_descheduler_policy(deschedule_policy))
         with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                       TextColumn("{task.completed}/{task.total} pods"), TimeElapsedColumn(),
                       console=err_console, disable=quiet, transient=True) as progress:
@@ -122,7 +137,10 @@ def simulate(
                 progress.update(task, completed=done)
 
             sim = Simulation(wl, cfg, registry, seed=seed, bind_latency=bind_latency,
-                             sample_interval=sample_interval, progress=tick, until=until)
+                             sample_interval=sample_interval, progress=tick, until=until,
+                             descheduler=desched, deschedule_interval=descheduling_interval)
+            if desched is not None:
+                desched.attach(sim)
             if spill_setup is not None:
                 from kubeberth.sim.spill import SpillHost
 
@@ -133,6 +151,14 @@ def simulate(
         "config": str(config) if config else "default",
         "kubeberth": __version__,
     }
+    if desched is not None:
+        log = desched.log
+        meta["descheduler"] = {
+            "policy": str(deschedule_policy), "intervalSeconds": descheduling_interval,
+            "passes": log.passes, "skippedCycles": log.skipped_cycles,
+            "requested": log.requested, "refusedByPolicy": log.refused_by_policy,
+            "requestedByPlugin": dict(sorted(log.by_plugin.items())),
+        }
     data = write_outputs(result, out, meta)
     console.print(summary_table(data))
     extra = ", evictions.csv" if data.get("evictions", {}).get("requested") else ""

@@ -1,0 +1,73 @@
+"""``kubeberth simulate --deschedule-policy``: the Descheduler as a periodic pass in a run, and the
+spill scenario's return path end to end (spill when full, come back when GPUs free, PDB held)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from kubeberth.cli.main import app
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "spill"
+runner = CliRunner()
+
+
+def simulate(tmp_path: Path, workload: str, *extra: str) -> tuple[int, str, Path]:
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["simulate", "--cluster", str(EXAMPLE / "cluster.yaml"),
+                              "-w", str(EXAMPLE / workload), "-o", str(out), "-q",
+                              "--spill-config", str(EXAMPLE / "spill.yaml"), *extra])
+    return res.exit_code, res.output, out
+
+
+def test_spilled_pods_return_to_the_cluster_within_the_pdb(tmp_path: Path) -> None:
+    code, output, out = simulate(tmp_path, "workload-return.yaml", "--deschedule-policy",
+                                 str(EXAMPLE / "descheduler.yaml"))
+    assert code == 0, output
+    summary = json.loads((out / "summary.json").read_text())
+    desched = summary["run"]["descheduler"]
+    assert desched["requestedByPlugin"] == {"RemovePodsViolatingNodeTaints": 4}
+    assert summary["evictions"]["evicted"] == 4
+    assert summary["evictions"]["replacementsCreated"] == 4
+    rows = list(csv.DictReader((out / "evictions.csv").open()))
+    # Only VK pods, only after the low-usage taint came back, never more than the PDB's two
+    # at a time (minAvailable 80% of 14), and at most two per pass (maxNoOfPodsToEvictPerNode).
+    flips = summary["spill"]["flips"]
+    back = next(f["time"] for f in flips if f["taint"] == "added" and f["time"] > 1000)
+    assert all(r["node"] == "virtual-kubelet" and r["allowed"] == "1" for r in rows)
+    assert all(float(r["time"]) >= back for r in rows)
+    per_pass: dict[str, int] = {}
+    for r in rows:
+        per_pass[r["time"]] = per_pass.get(r["time"], 0) + 1
+    assert max(per_pass.values()) <= 2
+    # The replacements run in the cluster: nothing is left on the VK node at the end.
+    assert summary["spill"]["podsOnVirtualNodeAtEnd"] == 0
+    pods = {r["pod"]: r for r in csv.DictReader((out / "pods.csv").open())}
+    for r in rows:
+        assert pods[r["replacement"]]["node"] != "virtual-kubelet"
+
+
+def test_no_return_while_the_burst_is_scaled_down_first(tmp_path: Path) -> None:
+    """In the base scenario the scale-down deletes the VK pods before the taint returns, so the
+    descheduler runs its passes and evicts nothing."""
+    code, output, out = simulate(tmp_path, "workload.yaml", "--deschedule-policy",
+                                 str(EXAMPLE / "descheduler.yaml"))
+    assert code == 0, output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["run"]["descheduler"]["passes"] > 0
+    assert summary["run"]["descheduler"]["requested"] == 0
+    assert "evictions" not in summary
+
+
+def test_bad_policy_and_interval_are_input_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n"
+                   "  - name: p\n    plugins:\n      deschedule:\n        enabled: [Nope]\n")
+    code, output, _ = simulate(tmp_path, "workload.yaml", "--deschedule-policy", str(bad))
+    assert code == 2 and "Nope" in output and "Traceback" not in output
+    code, output, _ = simulate(tmp_path, "workload.yaml", "--deschedule-policy",
+                               str(EXAMPLE / "descheduler.yaml"), "--descheduling-interval", "0")
+    assert code == 2 and "--descheduling-interval" in output
