@@ -120,6 +120,8 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
 
 def _bind(sched: Scheduler, res: CycleResult, entry: dict[str, Any]) -> None:
     st = sched.bind(res)
+    if sched.extenders:
+        entry.setdefault("extenders", {"ignoredErrors": {}})["boundBy"] = res.bound_by or None
     if not st.ok:
         entry["result"] = "Error"
         entry["selectedNode"] = None
@@ -154,8 +156,10 @@ def _render(res: CycleResult, snap: ClusterState) -> dict[str, Any]:
                                                "weighted": int(weighted[spos])}
             node_entry["total"] = int(res.scores.totals[spos])
             node_entry["scored"] = True
+        if res.extenders is not None:
+            node_entry["extenders"] = _extender_verdicts(res, name)
         nodes[name] = node_entry
-    return {
+    entry: dict[str, Any] = {
         "pod": res.pod.key,
         "profile": res.profile,
         "result": _RESULT[res.outcome],
@@ -165,3 +169,22 @@ def _render(res: CycleResult, snap: ClusterState) -> dict[str, Any]:
         "message": res.message,
         "nodes": nodes,
     }
+    if res.extenders is not None:
+        entry["extenders"] = {"ignoredErrors": dict(sorted(res.extenders.ignored_errors.items())),
+                              "boundBy": None}
+    return entry
+
+
+def _extender_verdicts(res: CycleResult, node: str) -> dict[str, Any]:
+    """Extender name -> its filter verdict and score for one node, where it gave them."""
+    assert res.extenders is not None
+    out: dict[str, Any] = {}
+    for ext, verdicts in res.extenders.filters.items():
+        if node in verdicts:
+            code, reasons = verdicts[node]
+            out.setdefault(ext, {})["filter"] = {"code": code.label, "reasons": list(reasons)}
+    for ext, scores in res.extenders.scores.items():
+        if node in scores:
+            raw, added = scores[node]
+            out.setdefault(ext, {})["score"] = {"raw": raw, "weighted": added}
+    return out
