@@ -20,7 +20,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.framework.registry import Registry
-from kubeberth.live.extender import ExtenderServer, ExtenderService
+from kubeberth.live.extender import ExtenderServer, ExtenderService, make_app
 from kubeberth.plugins.scheduling import in_tree_registry
 
 err_console = Console(stderr=True)
@@ -67,7 +67,7 @@ def extender_command(
         err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     try:
-        server = ExtenderServer(service, host, port).start()
+        server = ExtenderServer(make_app(service), host, port).start()
     except OSError as err:
         err_console.print(f"[bold red]error:[/] cannot listen on {host}:{port}: {err}",
                           highlight=False, soft_wrap=True)

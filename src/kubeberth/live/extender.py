@@ -289,11 +289,11 @@ def make_app(service: ExtenderService) -> web.Application:
 
 
 class ExtenderServer:
-    """The app on ``host:port`` in a background thread (port 0: any free port)."""
+    """An aiohttp app (:func:`make_app`) on ``host:port`` in a background thread (port 0: any
+    free port)."""
 
-    def __init__(self, service: ExtenderService, host: str = "127.0.0.1",
-                 port: int = 0) -> None:
-        self.service = service
+    def __init__(self, app: web.Application, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.app = app
         self.host = host
         self.port = port
         self._loop = asyncio.new_event_loop()
@@ -307,7 +307,7 @@ class ExtenderServer:
     async def _start(self) -> None:
         sock = socket.create_server((self.host, self.port))
         self.port = int(sock.getsockname()[1])
-        self._runner = web.AppRunner(make_app(self.service), access_log=None)
+        self._runner = web.AppRunner(self.app, access_log=None)
         await self._runner.setup()
         await web.SockSite(self._runner, sock).start()
 
