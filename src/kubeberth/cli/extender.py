@@ -8,6 +8,7 @@ The policy side and the exact state it judges against are in :mod:`kubeberth.liv
 from __future__ import annotations
 
 import signal
+import ssl
 import threading
 from pathlib import Path
 from types import FrameType
@@ -46,6 +47,10 @@ def extender_command(
                           "(files, directories; repeatable).")] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port (0: any free port).")] = 8888,
+    tls_cert: Annotated[Path | None, typer.Option(
+        "--tls-cert", help="Serve HTTPS with this PEM certificate (with --tls-key).")] = None,
+    tls_key: Annotated[Path | None, typer.Option(
+        "--tls-key", help="PEM private key of --tls-cert.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for every random choice.")] = 0,
     plugin: Annotated[list[str] | None, typer.Option(
         "--plugin", help="Out-of-tree plugin to register, as module:attr (repeatable).")] = None,
@@ -67,9 +72,13 @@ def extender_command(
         err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     try:
-        server = ExtenderServer(make_app(service), host, port).start()
-    except OSError as err:
-        err_console.print(f"[bold red]error:[/] cannot listen on {host}:{port}: {err}",
+        ctx = None
+        if tls_cert is not None:
+            ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ctx.load_cert_chain(tls_cert, tls_key)
+        server = ExtenderServer(make_app(service), host, port, ssl_context=ctx).start()
+    except (OSError, ssl.SSLError) as err:
+        err_console.print(f"[bold red]error:[/] cannot serve on {host}:{port}: {err}",
                           highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     stop = threading.Event()

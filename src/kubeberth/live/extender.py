@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import threading
 from typing import Any
 
@@ -292,8 +293,10 @@ class ExtenderServer:
     """An aiohttp app (:func:`make_app`) on ``host:port`` in a background thread (port 0: any
     free port)."""
 
-    def __init__(self, app: web.Application, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, app: web.Application, host: str = "127.0.0.1", port: int = 0, *,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.app = app
+        self.ssl_context = ssl_context
         self.host = host
         self.port = port
         self._loop = asyncio.new_event_loop()
@@ -302,14 +305,15 @@ class ExtenderServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     async def _start(self) -> None:
         sock = socket.create_server((self.host, self.port))
         self.port = int(sock.getsockname()[1])
         self._runner = web.AppRunner(self.app, access_log=None)
         await self._runner.setup()
-        await web.SockSite(self._runner, sock).start()
+        await web.SockSite(self._runner, sock, ssl_context=self.ssl_context).start()
 
     def start(self) -> ExtenderServer:
         self._loop.run_until_complete(self._start())
