@@ -560,7 +560,7 @@ def test_https_with_ca_verifies_and_enable_https_alone_does_not(
         assert insecure.filter(Pod(), snap, [0]).passed == ["n1"]
         strict = HTTPExtender(Extender(url_prefix=url, filter_verb="filter",
                                        node_cache_capable=True))
-        with pytest.raises(ExtenderError, match="CERTIFICATE_VERIFY_FAILED|ConnectError"):
+        with pytest.raises(ExtenderError, match=r"CERTIFICATE_VERIFY_FAILED|ConnectError"):
             strict.filter(Pod(), snap, [0])
         for client in (trusted, insecure, strict):
             client.close()
