@@ -564,3 +564,36 @@ def test_https_with_ca_verifies_and_enable_https_alone_does_not(
             strict.filter(Pod(), snap, [0])
         for client in (trusted, insecure, strict):
             client.close()
+
+
+@pytest.mark.parametrize("accept,expected_node,calls", [
+    (True, "n2", [["n2"]]),
+    (False, "n3", [["n2"], ["n1", "n2", "n3"]]),
+])
+def test_nominated_node_is_checked_by_extenders_first(
+        tmp_path: Path, ext: tuple[Scripted, ExtenderServer], accept: bool,
+        expected_node: str, calls: list[list[str]]) -> None:
+    """Upstream evaluateNominatedNode runs the extenders on the nominated node alone; when
+    they reject it, the cycle goes on over every node."""
+    from kubeberth.framework.scheduler import Scheduler
+    from kubeberth.framework.status import SUCCESS
+    from kubeberth.sim.explain import build_state
+
+    scripted, server = ext
+    scripted.handlers["filter"] = keep("n2", "n3") if accept else keep("n3")
+    cfg_path = tmp_path / "sched.yaml"
+    cfg_path.write_text("apiVersion: kubescheduler.config.k8s.io/v1\n"
+                        "kind: KubeSchedulerConfiguration\n"
+                        + stanza(server.url, filterVerb="filter", nodeCacheCapable=True)
+                        + "profiles:\n- plugins: {score: {disabled: [{name: '*'}]}}\n")
+    nominated = POD + "status: {nominatedNodeName: n2}\n"
+    (tmp_path / "c.yaml").write_text(NODES + "---\n" + nominated)
+    snap, pending = build_state(load_manifests([tmp_path / "c.yaml"]))
+    sched = Scheduler(load_scheduler_config(cfg_path), in_tree_registry(), snap,
+                      clock=lambda: 0.0, seed=1, binder=lambda _p, _n: SUCCESS,
+                      evictor=lambda _v, _p: None)
+    sched.add(pending[0])
+    res = sched.schedule_one()
+    assert res is not None
+    assert [b["NodeNames"] for b in scripted.bodies("filter")] == calls
+    assert res.node == expected_node

@@ -254,12 +254,13 @@ class Scheduler:
                 out = fw.run_filters(state, pod, snap, one)
                 out = self._check_nominated(fw, state, pod, out)
                 if out.codes[0] == 0 and self.extenders:
+                    # Extenders mark the node in ``out`` when they filter it out.
                     try:
-                        one = filter_with_extenders(self.extenders, pod, snap, one, out,
-                                                    ExtenderVerdicts())
+                        filter_with_extenders(self.extenders, pod, snap, one, out,
+                                              ExtenderVerdicts())
                     except ExtenderError as err:
                         return self._extender_error(result, err)
-                if out.codes[0] == 0 and len(one):
+                if out.codes[0] == 0:
                     result.outcome = "assumed"
                     result.node = nominated
                     result.evaluated = result.feasible = 1
@@ -297,6 +298,9 @@ class Scheduler:
         result.feasible = len(feasible_pos)
         if record:
             result.filters = out
+        if len(feasible_pos) == 0:
+            diag = self._diagnosis(out)
+            return self._unschedulable(fw, state, pod, diag, result, num_all)
         feasible = ordered[feasible_pos]
         if self.extenders:
             result.extenders = ExtenderVerdicts()
@@ -306,9 +310,9 @@ class Scheduler:
             except ExtenderError as err:
                 return self._extender_error(result, err)
             result.feasible = len(feasible)
-        if len(feasible) == 0:
-            diag = self._diagnosis(out)
-            return self._unschedulable(fw, state, pod, diag, result, num_all)
+            if len(feasible) == 0:
+                diag = self._diagnosis(out)
+                return self._unschedulable(fw, state, pod, diag, result, num_all)
         if len(feasible) == 1 and not record:
             result.outcome = "assumed"
             result.node = snap.node_names[int(feasible[0])]
