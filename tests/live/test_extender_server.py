@@ -240,3 +240,16 @@ def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
+
+
+def test_pods_seen_are_remembered_up_to_a_bound(service: ExtenderService,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import kubeberth.live.extender as mod
+
+    monkeypatch.setattr(mod, "REMEMBERED", 2)
+    for i in range(5):
+        service.filter({"Pod": pod(f"p{i}", "1"), "NodeNames": ["b"]})
+    # The two newest pods can still be bound; the oldest were forgotten.
+    assert "unknown" in service.bind({"PodName": "p0", "Node": "b"})["Error"]
+    assert service.bind({"PodName": "p4", "Node": "b"}) == {"Error": ""}
+    assert service.bind({"PodName": "p3", "Node": "b"}) == {"Error": ""}

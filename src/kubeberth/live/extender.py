@@ -48,6 +48,8 @@ from kubeberth.state.cluster import ClusterState, IntArray, PodInfo, make_pod_in
 VERBS = ("filter", "prioritize", "preempt", "bind")
 PREFILTER_REJECTED = "node is filtered out by the prefilter result"
 NOT_CACHED = "node is not in the extender's cluster"
+# Pods seen but not bound, and preemption offers, kept for the most recent this many pods.
+REMEMBERED = 10_000
 
 
 class BadRequest(Exception):
@@ -181,7 +183,7 @@ class ExtenderService:
                 result[name] = {"Pods": [{"UID": pod_uid(v.pod)} for v in best.victims],
                                 "NumPDBViolations": best.num_pdb_violations}
                 offers[name] = [v.key for v in best.victims]
-        self._offers[pod_uid(pi.pod)] = offers
+        _remember(self._offers, pod_uid(pi.pod), offers)
         return {"NodeNameToMetaVictims": result}
 
     def bind(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -212,10 +214,10 @@ class ExtenderService:
             pod = msgspec.convert(raw, Pod)
         except msgspec.ValidationError as err:
             raise BadRequest(f"Pod: {err}") from None
-        pi = make_pod_info(pod, self.snap.priority_classes, seq=len(self._seen))
+        pi = make_pod_info(pod, self.snap.priority_classes)
         self._evict_offered(pi)
-        self._seen[pod_uid(pod)] = pi
-        self._seen[pi.key] = pi
+        _remember(self._seen, pod_uid(pod), pi)
+        _remember(self._seen, pi.key, pi)
         return pi
 
     def _nodes(self, args: dict[str, Any]) -> tuple[list[int], list[str], bool]:
@@ -260,6 +262,15 @@ class ExtenderService:
             victim = self.snap.pods.get(key)
             if victim is not None:
                 self.snap.remove_pod(victim)
+
+
+def _remember(memory: dict[str, Any], key: str, value: Any) -> None:
+    """Insert as the newest entry and forget the oldest beyond :data:`REMEMBERED` (two per
+    pod at most), so a long-running extender does not grow without bound."""
+    memory.pop(key, None)
+    memory[key] = value
+    while len(memory) > 2 * REMEMBERED:
+        del memory[next(iter(memory))]
 
 
 # ---- HTTP ------------------------------------------------------------------------------------
