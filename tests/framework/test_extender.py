@@ -597,3 +597,49 @@ def test_nominated_node_is_checked_by_extenders_first(
     assert res is not None
     assert [b["NodeNames"] for b in scripted.bodies("filter")] == calls
     assert res.node == expected_node
+
+
+def test_capacity_scheduling_preemption_consults_preempt_extenders(
+        tmp_path: Path, ext: tuple[Scripted, ExtenderServer]) -> None:
+    """CapacityScheduling preempts through the same evaluator, extenders included: an
+    extender that accepts no candidate stops the reclaim."""
+    import yaml
+
+    scripted, server = ext
+    scripted.handlers["preempt"] = lambda _b: {"NodeNameToMetaVictims": {}}
+    config: dict[str, Any] = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "extenders": [{"urlPrefix": server.url, "preemptVerb": "preempt"}],
+        "profiles": [{"schedulerName": "default-scheduler", "plugins": {
+            "preFilter": {"enabled": [{"name": "CapacityScheduling"}]},
+            "postFilter": {"enabled": [{"name": "CapacityScheduling"}],
+                           "disabled": [{"name": "*"}]},
+            "reserve": {"enabled": [{"name": "CapacityScheduling"}]}}}]}
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+         "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "20"}}}]
+    for ns in ("a", "b"):
+        docs.append({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota",
+                     "metadata": {"name": "quota", "namespace": ns},
+                     "spec": {"min": {"cpu": "4", "memory": "64Gi"},
+                              "max": {"cpu": "8", "memory": "64Gi"}}})
+    for i in range(4):
+        docs.append({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": f"b{i}", "namespace": "b"},
+                     "spec": {"nodeName": "n1", "priority": 100, "containers": [
+                         {"name": "c", "resources": {"requests": {"cpu": "2"}}}]},
+                     "status": {"phase": "Running",
+                                "startTime": f"2024-01-01T00:00:0{i}Z"}})
+    docs.append({"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "claim", "namespace": "a"},
+                 "spec": {"priority": 0, "containers": [
+                     {"name": "c", "resources": {"requests": {"cpu": "2"}}}]}})
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump_all(docs))
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    out = explain(load_manifests([tmp_path / "m.yaml"]),
+                  load_scheduler_config(tmp_path / "c.yaml"), in_tree_registry())
+    claim = next(p for p in out["pods"] if p["pod"] == "a/claim")
+    assert claim["nominatedNode"] is None and claim["victims"] == []
+    assert "no candidate node for preemption" in claim["message"]
+    (body,) = scripted.bodies("preempt")
+    assert body["NodeNameToVictims"]["n1"]["Pods"][0]["metadata"]["name"] == "b3"
