@@ -253,3 +253,10 @@ def test_pods_seen_are_remembered_up_to_a_bound(service: ExtenderService,
     assert "unknown" in service.bind({"PodName": "p0", "Node": "b"})["Error"]
     assert service.bind({"PodName": "p4", "Node": "b"}) == {"Error": ""}
     assert service.bind({"PodName": "p3", "Node": "b"}) == {"Error": ""}
+
+
+def test_cli_unreadable_tls_certificate_exits_2(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["extender", "--port", "0", "--tls-cert",
+                                   str(tmp_path / "missing.pem")])
+    assert res.exit_code == 2
+    assert "cannot serve on 127.0.0.1:0" in res.stderr
