@@ -99,7 +99,7 @@ class ExtenderVerdicts:
 class HTTPExtender:
     """One configured extender and its pooled HTTP client."""
 
-    def __init__(self, config: Extender, *, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, config: Extender) -> None:
         self.config = config
         self.name = config.url_prefix
         self.ignorable = config.ignorable
@@ -113,7 +113,6 @@ class HTTPExtender:
         self._client = httpx.Client(
             timeout=httpx.Timeout(config.http_timeout_seconds),
             verify=_ssl_context(tls, config.enable_https),
-            transport=transport,
         )
 
     def close(self) -> None:
