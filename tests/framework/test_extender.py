@@ -549,8 +549,9 @@ def test_https_with_ca_verifies_and_enable_https_alone_does_not(
     from kubeberth.api.objects import Node, ObjectMeta, Pod
 
     snap.add_node(Node(metadata=ObjectMeta(name="n1")))
-    with ExtenderServer(scripted.app(), "localhost", ssl_context=ctx) as server:
-        url = server.url + "/s"
+    with ExtenderServer(scripted.app(), "127.0.0.1", ssl_context=ctx) as server:
+        by_ip = server.url + "/s"
+        url = by_ip.replace("127.0.0.1", "localhost")
         trusted = HTTPExtender(Extender(url_prefix=url, filter_verb="filter",
                                         node_cache_capable=True, enable_https=True,
                                         tls=ExtenderTLS(ca_file=str(cert))))
@@ -562,7 +563,18 @@ def test_https_with_ca_verifies_and_enable_https_alone_does_not(
                                        node_cache_capable=True))
         with pytest.raises(ExtenderError, match=r"CERTIFICATE_VERIFY_FAILED|ConnectError"):
             strict.filter(Pod(), snap, [0])
-        for client in (trusted, insecure, strict):
+        # By IP address, the certificate's name only matches through serverName.
+        named = HTTPExtender(Extender(url_prefix=by_ip, filter_verb="filter",
+                                      node_cache_capable=True, enable_https=True,
+                                      tls=ExtenderTLS(ca_file=str(cert),
+                                                      server_name="localhost")))
+        assert named.filter(Pod(), snap, [0]).passed == ["n1"]
+        unnamed = HTTPExtender(Extender(url_prefix=by_ip, filter_verb="filter",
+                                        node_cache_capable=True, enable_https=True,
+                                        tls=ExtenderTLS(ca_file=str(cert))))
+        with pytest.raises(ExtenderError, match="CERTIFICATE_VERIFY_FAILED"):
+            unnamed.filter(Pod(), snap, [0])
+        for client in (trusted, insecure, strict, named, unnamed):
             client.close()
 
 
