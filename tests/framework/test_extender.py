@@ -379,6 +379,7 @@ def test_bind_error_fails_binding_unless_ignorable(
     data = run(tmp_path, stanza(server.url, bindVerb="bind", ignorable=True))
     (pod,) = data["pods"]
     assert pod["result"] == "Scheduled" and pod["extenders"]["boundBy"] is None
+    assert pod["extenders"]["ignoredErrors"] == {f"{server.url}/scheduler": "binding refused"}
 
 
 # ---- preempt -----------------------------------------------------------------------------------

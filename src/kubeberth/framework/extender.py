@@ -446,8 +446,8 @@ def preempt_with_extenders(extenders: Sequence[HTTPExtender], pod: PodInfo, snap
     return victims
 
 
-def bind_with_extenders(extenders: Sequence[HTTPExtender], pod: PodInfo,
-                        node: str) -> tuple[str, Status] | None:
+def bind_with_extenders(extenders: Sequence[HTTPExtender], pod: PodInfo, node: str,
+                        verdicts: ExtenderVerdicts) -> tuple[str, Status] | None:
     """Upstream ``extendersBinding``: the first interested binder extender binds the pod
     (an ignorable one that fails passes the turn on). None: no extender bound it, the Bind
     plugins do."""
@@ -458,6 +458,7 @@ def bind_with_extenders(extenders: Sequence[HTTPExtender], pod: PodInfo,
             ext.bind(pod.pod, node)
         except ExtenderError as err:
             if ext.ignorable:
+                verdicts.ignored_errors[ext.name] = str(err)
                 continue
             return ext.name, Status(Code.ERROR, (str(err),), EXTENDER_NAME)
         return ext.name, SUCCESS

@@ -451,8 +451,12 @@ class Scheduler:
         node = self.snapshot.node_index[result.node or ""]
         st = fw.run_pre_bind(state, pod, self.snapshot, node)
         if st.ok:
-            bound = bind_with_extenders(self.extenders, pod, result.node or "") \
-                if self.extenders else None
+            bound = None
+            if self.extenders:
+                if result.extenders is None:
+                    result.extenders = ExtenderVerdicts()
+                bound = bind_with_extenders(self.extenders, pod, result.node or "",
+                                            result.extenders)
             if bound is not None:
                 # The extender bound it (upstream extendersBinding): no Bind plugin runs and
                 # the host binder is not called, the extender having done the binding.

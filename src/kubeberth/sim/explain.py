@@ -120,8 +120,9 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
 
 def _bind(sched: Scheduler, res: CycleResult, entry: dict[str, Any]) -> None:
     st = sched.bind(res)
-    if sched.extenders:
-        entry.setdefault("extenders", {"ignoredErrors": {}})["boundBy"] = res.bound_by or None
+    if res.extenders is not None:
+        entry["extenders"] = {"ignoredErrors": dict(sorted(res.extenders.ignored_errors.items())),
+                              "boundBy": res.bound_by or None}
     if not st.ok:
         entry["result"] = "Error"
         entry["selectedNode"] = None
