@@ -37,6 +37,12 @@ kind: Pod
 metadata: {name: big}
 spec:
   containers: [{name: c, resources: {requests: {cpu: "4", memory: 1Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: huge}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: "64", memory: 1Gi}}}]
 """
 
 
@@ -55,7 +61,7 @@ def test_explain_reports_extender_filter_score_and_binding(tmp_path: Path) -> No
                 str(tmp_path / "pods.yaml"), "--config", str(tmp_path / "sched.yaml")]
         res = CliRunner().invoke(app, [*args, "-o", "json"])
         assert res.exit_code == 0, res.stderr
-        web, big = json.loads(res.stdout)["pods"]
+        web, big, huge = json.loads(res.stdout)["pods"]
         table = CliRunner().invoke(app, args)
     assert table.exit_code == 0 and "default/web" in table.stdout
     assert web["selectedNode"] == "n2"
@@ -67,3 +73,7 @@ def test_explain_reports_extender_filter_score_and_binding(tmp_path: Path) -> No
     # n1 failed in-tree, so the extender never saw it: no verdict of its own.
     assert big["nodes"]["n1"]["extenders"] == {}
     assert big["selectedNode"] == "n2"
+    # No node passed the in-tree filters: no extender ran, the fields are there all the same.
+    assert huge["result"] == "Unschedulable"
+    assert huge["extenders"] == {"ignoredErrors": {}, "boundBy": None}
+    assert all(n["extenders"] == {} for n in huge["nodes"].values())

@@ -16,6 +16,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.types import SchedulerConfiguration
+from kubeberth.framework.extender import ExtenderVerdicts
 from kubeberth.framework.registry import Registry
 from kubeberth.framework.scheduler import CycleResult, Scheduler
 from kubeberth.framework.status import SUCCESS, Code, Status
@@ -93,6 +94,8 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
         res = sched.schedule_one(record=True)
         if res is None:
             break
+        if sched.extenders and res.extenders is None:
+            res.extenders = ExtenderVerdicts()  # the cycle ended before any extender ran
         entry = _render(res, snap)
         pods.append(entry)
         by_key[res.pod.key] = entry
