@@ -23,6 +23,7 @@ from kubeberth import __version__
 from kubeberth.api.errors import InputError
 from kubeberth.cli.admit import admit_command
 from kubeberth.cli.deschedule import deschedule
+from kubeberth.cli.extender import extender_command
 from kubeberth.cli.spill import SpillConfigOpt, spill_app, spill_config
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
@@ -207,6 +208,7 @@ def list_plugins(plugin: PluginOpt = None) -> None:
 app.command("deschedule")(deschedule)
 app.command("admit")(admit_command)
 app.add_typer(spill_app, name="spill")
+app.command("extender")(extender_command)
 
 
 @app.command()

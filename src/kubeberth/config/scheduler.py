@@ -13,6 +13,7 @@ decide in kubeberth.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Collection
 from pathlib import Path
@@ -29,6 +30,7 @@ from kubeberth.config.defaults import (
 from kubeberth.config.types import (
     DEFAULT_SCHEDULER_NAME,
     Extender,
+    ExtenderTLS,
     PluginRef,
     PluginSet,
     Profile,
@@ -380,8 +382,8 @@ class _Decoder:
             raw = data.get(key)
             return False if raw is None else self.boolean(raw, f"{path}.{key}")
 
-        if data.get("tlsConfig") is not None:
-            self.mapping(data["tlsConfig"], f"{path}.tlsConfig", _TLS_FIELDS)
+        tls = None if data.get("tlsConfig") is None else self.tls(data["tlsConfig"],
+                                                                   f"{path}.tlsConfig")
         weight = data.get("weight")
         timeout = data.get("httpTimeout")
         seconds = 0.0 if timeout is None else self.duration(timeout, f"{path}.httpTimeout")
@@ -408,7 +410,30 @@ class _Decoder:
             node_cache_capable=flag("nodeCacheCapable"),
             managed_resources=managed,
             ignorable=flag("ignorable"),
+            tls=tls,
         )
+
+    def tls(self, value: Any, path: str) -> ExtenderTLS:
+        data = self.mapping(value, path, _TLS_FIELDS)
+
+        def text(key: str) -> str:
+            raw = data.get(key)
+            return "" if raw is None else self.string(raw, f"{path}.{key}")
+
+        def pem(key: str) -> bytes:
+            raw = text(key)
+            try:
+                return base64.b64decode(raw, validate=True)
+            except ValueError:
+                raise self.fail(f"{key} is not base64", f"{path}.{key}",
+                                "PEM bytes encoded as base64, as Go encodes []byte") from None
+
+        insecure = data.get("insecure")
+        return ExtenderTLS(
+            insecure=False if insecure is None else self.boolean(insecure, f"{path}.insecure"),
+            server_name=text("serverName"), cert_file=text("certFile"),
+            key_file=text("keyFile"), ca_file=text("caFile"), cert_data=pem("certData"),
+            key_data=pem("keyData"), ca_data=pem("caData"))
 
     def validate_extenders(self, extenders: list[Extender]) -> None:
         """Upstream validateExtenders, plus a required urlPrefix."""

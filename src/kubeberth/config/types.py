@@ -48,6 +48,20 @@ class Profile:
 
 
 @dataclass(slots=True)
+class ExtenderTLS:
+    """An extender's ``tlsConfig``; the ``*Data`` fields are PEM bytes (base64 in YAML)."""
+
+    insecure: bool = False
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    cert_data: bytes = b""
+    key_data: bytes = b""
+    ca_data: bytes = b""
+
+
+@dataclass(slots=True)
 class Extender:
     url_prefix: str
     filter_verb: str = ""
@@ -60,6 +74,7 @@ class Extender:
     node_cache_capable: bool = False
     managed_resources: list[str] = field(default_factory=list)
     ignorable: bool = False
+    tls: ExtenderTLS | None = None
 
 
 def _no_location(_path: str) -> int | None:

@@ -18,6 +18,7 @@ from kubeberth.framework.status import Code, Status
 from kubeberth.state.cluster import ClusterState, PodInfo
 
 if TYPE_CHECKING:
+    from kubeberth.framework.extender import HTTPExtender
     from kubeberth.framework.runtime import Framework
 
 
@@ -102,6 +103,8 @@ class Handle:
         self.waiting_pods = WaitingPods()
         self.nominator = Nominator()
         self.frameworks: dict[str, Framework] = {}
+        # The configuration's extenders; DefaultPreemption hands them its candidates.
+        self.extenders: list[HTTPExtender] = []
 
     def now(self) -> float:
         return self.clock()

@@ -24,6 +24,14 @@ import numpy as np
 from kubeberth.api.errors import InputError
 from kubeberth.config.types import SchedulerConfiguration
 from kubeberth.framework.cycle_state import CycleState
+from kubeberth.framework.extender import (
+    ExtenderError,
+    ExtenderVerdicts,
+    bind_with_extenders,
+    build_extenders,
+    filter_with_extenders,
+    score_with_extenders,
+)
 from kubeberth.framework.handle import Handle, WaitingPod
 from kubeberth.framework.interface import ClusterEvent, Diagnosis, QueuedPodInfo
 from kubeberth.framework.queue import SchedulingQueue
@@ -67,6 +75,9 @@ class CycleResult:
     scores: ScoreOutcome | None = None
     evaluated: int = 0
     feasible: int = 0
+    # Only when extenders are configured: their verdicts, and which one bound the pod.
+    extenders: ExtenderVerdicts | None = None
+    bound_by: str = ""
 
     @property
     def pod(self) -> PodInfo:
@@ -118,6 +129,8 @@ class Scheduler:
             fw = Framework(profile, registry, self.handle)
             self.frameworks[profile.scheduler_name] = fw
         self.handle.frameworks = self.frameworks
+        self.extenders = build_extenders(config.extenders)
+        self.handle.extenders = self.extenders
         first = next(iter(self.frameworks.values()))
         sort_name = first.queue_sort.name
         sort_args = config.profiles[0].plugin_config.get(sort_name)
@@ -240,6 +253,13 @@ class Scheduler:
                 one = np.array([idx], dtype=np.int64)
                 out = fw.run_filters(state, pod, snap, one)
                 out = self._check_nominated(fw, state, pod, out)
+                if out.codes[0] == 0 and self.extenders:
+                    # Extenders mark the node in ``out`` when they filter it out.
+                    try:
+                        filter_with_extenders(self.extenders, pod, snap, one, out,
+                                              ExtenderVerdicts())
+                    except ExtenderError as err:
+                        return self._extender_error(result, err)
                 if out.codes[0] == 0:
                     result.outcome = "assumed"
                     result.node = nominated
@@ -282,6 +302,17 @@ class Scheduler:
             diag = self._diagnosis(out)
             return self._unschedulable(fw, state, pod, diag, result, num_all)
         feasible = ordered[feasible_pos]
+        if self.extenders:
+            result.extenders = ExtenderVerdicts()
+            try:
+                feasible = filter_with_extenders(self.extenders, pod, snap, feasible, out,
+                                                 result.extenders)
+            except ExtenderError as err:
+                return self._extender_error(result, err)
+            result.feasible = len(feasible)
+            if len(feasible) == 0:
+                diag = self._diagnosis(out)
+                return self._unschedulable(fw, state, pod, diag, result, num_all)
         if len(feasible) == 1 and not record:
             result.outcome = "assumed"
             result.node = snap.node_names[int(feasible[0])]
@@ -293,6 +324,9 @@ class Scheduler:
             result.message = st.message()
             return result
         scores = fw.run_score(state, pod, snap, feasible, record=record)
+        if result.extenders is not None:
+            score_with_extenders(self.extenders, pod, snap, feasible, scores.totals,
+                                 result.extenders)
         if record:
             result.scores = scores
         totals = scores.totals
@@ -300,6 +334,14 @@ class Scheduler:
         pick = int(best[0]) if len(best) == 1 else int(best[int(self.rng.integers(len(best)))])
         result.outcome = "assumed"
         result.node = snap.node_names[int(feasible[pick])]
+        return result
+
+    @staticmethod
+    def _extender_error(result: CycleResult, err: ExtenderError) -> CycleResult:
+        """A non-ignorable extender failed: the cycle fails closed, as upstream's does."""
+        result.outcome = "error"
+        result.message = str(err)
+        result.status = Status(Code.ERROR, (result.message,), "Extender")
         return result
 
     def _find_feasible(self, fw: Framework, state: CycleState, pod: PodInfo,
@@ -409,9 +451,20 @@ class Scheduler:
         node = self.snapshot.node_index[result.node or ""]
         st = fw.run_pre_bind(state, pod, self.snapshot, node)
         if st.ok:
-            st = fw.run_bind(state, pod, self.snapshot, node)
-            if st.ok:
-                st = self.binder(pod, result.node or "")
+            bound = None
+            if self.extenders:
+                if result.extenders is None:
+                    result.extenders = ExtenderVerdicts()
+                bound = bind_with_extenders(self.extenders, pod, result.node or "",
+                                            result.extenders)
+            if bound is not None:
+                # The extender bound it (upstream extendersBinding): no Bind plugin runs and
+                # the host binder is not called, the extender having done the binding.
+                result.bound_by, st = bound
+            else:
+                st = fw.run_bind(state, pod, self.snapshot, node)
+                if st.ok:
+                    st = self.binder(pod, result.node or "")
         if not st.ok:
             fw.run_unreserve(state, pod, self.snapshot, node)
             self.snapshot.remove_pod(pod)

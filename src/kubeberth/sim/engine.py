@@ -320,6 +320,8 @@ class Simulation:
     def _bind(self, res: CycleResult) -> None:
         st = self.scheduler.bind(res)
         if st.ok:
+            if res.bound_by:  # an extender bound it; _binder was not called
+                res.pod.start_time = self.now
             self._started(res.pod, res.node or "")
         else:
             self.metrics.attempts["error"] += 1

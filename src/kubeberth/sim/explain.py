@@ -16,6 +16,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.types import SchedulerConfiguration
+from kubeberth.framework.extender import ExtenderVerdicts
 from kubeberth.framework.registry import Registry
 from kubeberth.framework.scheduler import CycleResult, Scheduler
 from kubeberth.framework.status import SUCCESS, Code, Status
@@ -93,6 +94,8 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
         res = sched.schedule_one(record=True)
         if res is None:
             break
+        if sched.extenders and res.extenders is None:
+            res.extenders = ExtenderVerdicts()  # the cycle ended before any extender ran
         entry = _render(res, snap)
         pods.append(entry)
         by_key[res.pod.key] = entry
@@ -120,6 +123,9 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
 
 def _bind(sched: Scheduler, res: CycleResult, entry: dict[str, Any]) -> None:
     st = sched.bind(res)
+    if res.extenders is not None:
+        entry["extenders"] = {"ignoredErrors": dict(sorted(res.extenders.ignored_errors.items())),
+                              "boundBy": res.bound_by or None}
     if not st.ok:
         entry["result"] = "Error"
         entry["selectedNode"] = None
@@ -154,8 +160,10 @@ def _render(res: CycleResult, snap: ClusterState) -> dict[str, Any]:
                                                "weighted": int(weighted[spos])}
             node_entry["total"] = int(res.scores.totals[spos])
             node_entry["scored"] = True
+        if res.extenders is not None:
+            node_entry["extenders"] = _extender_verdicts(res, name)
         nodes[name] = node_entry
-    return {
+    entry: dict[str, Any] = {
         "pod": res.pod.key,
         "profile": res.profile,
         "result": _RESULT[res.outcome],
@@ -165,3 +173,22 @@ def _render(res: CycleResult, snap: ClusterState) -> dict[str, Any]:
         "message": res.message,
         "nodes": nodes,
     }
+    if res.extenders is not None:
+        entry["extenders"] = {"ignoredErrors": dict(sorted(res.extenders.ignored_errors.items())),
+                              "boundBy": None}
+    return entry
+
+
+def _extender_verdicts(res: CycleResult, node: str) -> dict[str, Any]:
+    """Extender name -> its filter verdict and score for one node, where it gave them."""
+    assert res.extenders is not None
+    out: dict[str, Any] = {}
+    for ext, verdicts in res.extenders.filters.items():
+        if node in verdicts:
+            code, reasons = verdicts[node]
+            out.setdefault(ext, {})["filter"] = {"code": code.label, "reasons": list(reasons)}
+    for ext, scores in res.extenders.scores.items():
+        if node in scores:
+            raw, added = scores[node]
+            out.setdefault(ext, {})["score"] = {"raw": raw, "weighted": added}
+    return out

@@ -26,6 +26,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Pod, ResourceMap
 from kubeberth.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, resource_map
 from kubeberth.framework.cycle_state import CycleState
+from kubeberth.framework.extender import ExtenderError
 from kubeberth.framework.handle import Handle
 from kubeberth.framework.interface import (
     ClusterEvent,
@@ -45,6 +46,7 @@ from kubeberth.plugins.scheduling.default_preemption import (
     PreemptionResult,
     _filter_with_nominated,
     dry_run_candidates,
+    extender_candidates,
     filter_pods_with_pdb_violation,
     fit_error_message,
     preemption_policy,
@@ -312,8 +314,14 @@ class CapacityScheduling(PreFilterPlugin, PreFilterExtensions, PostFilterPlugin,
             return (PostFilterResult(nominated_node=""),
                     Status(Code.UNSCHEDULABLE, (fit_error_message(int(all_nodes.size),
                                                                   statuses),)))
+        if self.handle.extenders:
+            try:
+                candidates = extender_candidates(self.handle.extenders, pod, snap, candidates)
+            except ExtenderError as err:
+                return None, Status(Code.ERROR, (str(err),))
         best = select_candidate(candidates)
-        assert best is not None  # candidates is not empty
+        if best is None:
+            return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
         nominator = self.handle.nominator
         to_clear = [pi for pi in nominator.pods_for(best.node) if pi.priority < pod.priority]
         return (PreemptionResult(nominated_node=best.name, victims=list(best.victims),

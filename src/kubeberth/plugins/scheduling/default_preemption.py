@@ -26,6 +26,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Pod, PodDisruptionBudget
 from kubeberth.api.selectors import LabelPredicate, compile_label_selector
 from kubeberth.framework.cycle_state import CycleState
+from kubeberth.framework.extender import ExtenderError, HTTPExtender, preempt_with_extenders
 from kubeberth.framework.handle import Handle, Nominator
 from kubeberth.framework.interface import Diagnosis, PostFilterPlugin, PostFilterResult
 from kubeberth.framework.runtime import Framework
@@ -429,6 +430,19 @@ def _aggregate(messages: Sequence[str]) -> str:
     return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
+def extender_candidates(extenders: Sequence[HTTPExtender], pod: PodInfo, snap: ClusterState,
+                        candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Candidates after the extenders' preempt verbs (upstream ``callExtenders``). Upstream
+    rebuilds them from a map; here the survivors keep their order and nodes an extender added
+    follow by name, so the choice among equals stays deterministic."""
+    kept = preempt_with_extenders(extenders, pod, snap, {
+        c.name: (c.victims, c.num_pdb_violations) for c in candidates})
+    order = {c.name: i for i, c in enumerate(candidates)}
+    names = sorted(kept, key=lambda name: (order.get(name, len(order)), name))
+    return [Candidate(snap.node_index[name], name, kept[name][0], kept[name][1])
+            for name in names]
+
+
 # ---- plugin ----------------------------------------------------------------------------------
 class DefaultPreemption(PostFilterPlugin):
     """kube-scheduler's DefaultPreemption PostFilter plugin."""
@@ -474,8 +488,14 @@ class DefaultPreemption(PostFilterPlugin):
                 return None, Status(Code.ERROR, (_aggregate(errors),))
             return (PostFilterResult(nominated_node=""),
                     Status(Code.UNSCHEDULABLE, (fit_error_message(int(all_nodes.size), statuses),)))
+        if self.handle.extenders:
+            try:
+                candidates = extender_candidates(self.handle.extenders, pod, snap, candidates)
+            except ExtenderError as err:
+                return None, Status(Code.ERROR, (str(err),))
         best = select_candidate(candidates)
-        assert best is not None  # candidates is not empty
+        if best is None:
+            return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
         to_clear = [pi for pi in nominator.pods_for(best.node) if pi.priority < pod.priority]
         return (PreemptionResult(nominated_node=best.name, victims=list(best.victims),
                                  nominations_to_clear=to_clear), SUCCESS)

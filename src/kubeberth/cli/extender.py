@@ -1,0 +1,97 @@
+"""``kubeberth extender``: serve a kubeberth profile as a kube-scheduler HTTP extender.
+
+The command loads the configuration and the optional cluster manifests, prints the URL and the
+``extenders`` stanza a kube-scheduler configuration needs, and serves until SIGINT or SIGTERM.
+The policy side and the exact state it judges against are in :mod:`kubeberth.live.extender`.
+"""
+
+from __future__ import annotations
+
+import signal
+import ssl
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from kubeberth.api.errors import InputError
+from kubeberth.config.manifests import load_manifests
+from kubeberth.config.scheduler import load_scheduler_config
+from kubeberth.framework.registry import Registry
+from kubeberth.live.extender import ExtenderServer, ExtenderService, make_app
+from kubeberth.plugins.scheduling import in_tree_registry
+
+err_console = Console(stderr=True)
+console = Console()
+
+
+def _registry(plugins: list[str] | None) -> Registry:
+    reg = in_tree_registry()
+    reg.load_entry_points()
+    for spec in plugins or []:
+        reg.load_import_path(spec)
+    return reg
+
+
+def extender_command(
+    config: Annotated[Path | None, typer.Option(
+        "--config", "-c", help="KubeSchedulerConfiguration whose profile to serve "
+                               "(default: upstream's default profile).")] = None,
+    profile: Annotated[str | None, typer.Option(
+        "--profile", help="schedulerName of the profile to serve (default: the first).")] = None,
+    cluster: Annotated[list[Path] | None, typer.Option(
+        "--cluster", help="Manifests with the nodes and bound pods the extender starts from "
+                          "(files, directories; repeatable).")] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port (0: any free port).")] = 8888,
+    tls_cert: Annotated[Path | None, typer.Option(
+        "--tls-cert", help="Serve HTTPS with this PEM certificate (with --tls-key).")] = None,
+    tls_key: Annotated[Path | None, typer.Option(
+        "--tls-key", help="PEM private key of --tls-cert.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for every random choice.")] = 0,
+    plugin: Annotated[list[str] | None, typer.Option(
+        "--plugin", help="Out-of-tree plugin to register, as module:attr (repeatable).")] = None,
+) -> None:
+    """Serve a profile's Filter, Score and preemption as extender filter/prioritize/preempt/bind
+    verbs (extender v1 JSON), so an unmodified kube-scheduler can use kubeberth policies."""
+    try:
+        cfg = load_scheduler_config(config)
+        manifests = load_manifests(cluster) if cluster else None
+        try:
+            service = ExtenderService(cfg, _registry(plugin), manifests, profile=profile,
+                                      seed=seed)
+        except InputError as err:
+            if err.source is None and cfg.source:
+                err = err.at(source=cfg.source,
+                             line=cfg.locate(err.field) if err.field else None)
+            raise err from None
+    except InputError as err:
+        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    try:
+        ctx = None
+        if tls_cert is not None:
+            ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ctx.load_cert_chain(tls_cert, tls_key)
+        server = ExtenderServer(make_app(service), host, port, ssl_context=ctx).start()
+    except (OSError, ssl.SSLError) as err:
+        err_console.print(f"[bold red]error:[/] cannot serve on {host}:{port}: {err}",
+                          highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    stop = threading.Event()
+
+    def on_signal(_sig: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    console.print(f"serving profile {service.profile!r} as an extender at {server.url}",
+                  highlight=False)
+    console.print(f"extenders: [{{urlPrefix: {server.url}, filterVerb: filter, prioritizeVerb: "
+                  "prioritize, preemptVerb: preempt, bindVerb: bind, weight: 1, "
+                  "nodeCacheCapable: true}]", highlight=False, markup=False)
+    stop.wait()
+    server.stop()

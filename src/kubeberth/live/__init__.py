@@ -1,0 +1,1 @@
+"""Adapters that run kubeberth's policies against the world over HTTP."""
