@@ -23,6 +23,7 @@ from kubeberth import __version__
 from kubeberth.api.errors import InputError
 from kubeberth.cli.admit import admit_command
 from kubeberth.cli.deschedule import deschedule
+from kubeberth.cli.report import report_app
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.config.types import SchedulerConfiguration
@@ -86,8 +87,9 @@ def simulate(
     plugin: PluginOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Replay a cluster and workload trace through the scheduler and write out/ (JSON + CSV)."""
+    """Replay a cluster and workload trace through the scheduler; write out/ (JSON, CSV, HTML)."""
     from kubeberth.report.output import summary_table, write_outputs
+    from kubeberth.report.sections import write_run_report
     from kubeberth.sim.engine import Simulation
     from kubeberth.sim.traces import load_workload
 
@@ -114,8 +116,10 @@ def simulate(
         "kubeberth": __version__,
     }
     data = write_outputs(result, out, meta)
+    with _user_errors():
+        report = write_run_report(out)
     console.print(summary_table(data))
-    console.print(f"wrote {out}/summary.json, timeseries.csv, pods.csv")
+    console.print(f"wrote {out}/summary.json, timeseries.csv, pods.csv, {report.name}")
 
 
 @app.command()
@@ -158,6 +162,7 @@ def list_plugins(plugin: PluginOpt = None) -> None:
 
 app.command("deschedule")(deschedule)
 app.command("admit")(admit_command)
+app.add_typer(report_app, name="report")
 
 
 @app.command()
