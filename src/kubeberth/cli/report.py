@@ -37,7 +37,7 @@ def render(
         path = write_run_report(run, output)
     except InputError as err:
         raise _fail(err) from None
-    Console().print(f"wrote {path}", highlight=False)
+    Console().print(f"wrote {path}", highlight=False, soft_wrap=True)
 
 
 @report_app.command("compare")
@@ -54,4 +54,4 @@ def compare(
         path = write_compare_report(runs, output)
     except InputError as err:
         raise _fail(err) from None
-    Console().print(f"wrote {path}", highlight=False)
+    Console().print(f"wrote {path}", highlight=False, soft_wrap=True)

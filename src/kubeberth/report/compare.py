@@ -16,7 +16,7 @@ import numpy as np
 
 from kubeberth.api.errors import InputError
 from kubeberth.report.figures import colour, figure, steps, svg_figure, time_unit
-from kubeberth.report.html import Cell, Paragraph, Report, Section, Table
+from kubeberth.report.html import Block, Cell, Paragraph, Report, Section, Table
 from kubeberth.report.output import summary_rows
 from kubeberth.report.runs import Run, load_run, write_html
 from kubeberth.report.sections import (
@@ -117,24 +117,28 @@ def attempts(runs: Sequence[Run]) -> Section:
 
 
 def waits(runs: Sequence[Run]) -> Section:
-    with figure() as (fig, (ax,)):
-        for i, run in enumerate(runs):
-            w = run.pods.num("wait_seconds")
-            values, counts = np.unique(w[~np.isnan(w)], return_counts=True)
-            if values.size:
-                share = np.cumsum(counts) / counts.sum()
-                ax.plot(np.r_[0.0, values], np.r_[0.0, share], color=colour(i),
-                        label=run.label, drawstyle="steps-post", linewidth=1.1)
-        ax.set_xlabel("wait (s)")
-        ax.set_ylabel("share of bound pods")
-        ax.set_ylim(0, 1.02)
-        ax.legend(loc="lower right")
-        block = svg_figure(fig, "Cumulative distribution of pod waits, per run")
     keys = ("count", "mean", "p50", "p90", "p95", "p99", "max")
     rows: list[list[Cell]] = [[k, *(r.summary["waitSeconds"].get(k) for r in runs)]
                               for k in keys]
-    return Section("Pod wait (creation to bind)", [
-        block, Table(("statistic (s)", *(r.label for r in runs)), rows)])
+    blocks: list[Block] = [Table(("statistic (s)", *(r.label for r in runs)), rows)]
+    bound = [(i, r, r.pods.num("wait_seconds")) for i, r in enumerate(runs)]
+    bound = [(i, r, w[~np.isnan(w)]) for i, r, w in bound]
+    if not any(w.size for _, _, w in bound):
+        return Section("Pod wait (creation to bind)", [Paragraph("No pod was bound."), *blocks])
+    unit, seconds = time_unit(max(float(w.max()) for _, _, w in bound if w.size))
+    with figure() as (fig, (ax,)):
+        for i, run, w in bound:
+            if w.size:
+                values, counts = np.unique(w, return_counts=True)
+                share = np.cumsum(counts) / counts.sum()
+                ax.plot(np.r_[0.0, values / seconds], np.r_[0.0, share], color=colour(i),
+                        label=run.label, drawstyle="steps-post", linewidth=1.1)
+        ax.set_xlabel(f"wait ({unit})")
+        ax.set_ylabel("share of bound pods")
+        ax.set_ylim(0, 1.02)
+        ax.legend(loc="lower right")
+        blocks.insert(0, svg_figure(fig, "Cumulative distribution of pod waits, per run"))
+    return Section("Pod wait (creation to bind)", blocks)
 
 
 def disruptions(runs: Sequence[Run]) -> Section:
