@@ -77,7 +77,7 @@ def test_figures_show_the_series(run_dir: Path) -> None:
         assert label in alloc
     for label in ("running pods", "pending pods", "activeQ", "backoffQ", "unschedulable"):
         assert label in pods
-    for label in ("total by result", "scheduled", "unschedulable", "error"):
+    for label in ("attempts per sample interval", "scheduled", "unschedulable", "error"):
         assert label in attempts
     # the percentiles from summary.json are marked on the histogram
     for label in ("p50 30 s", "p95 57 s", "p99 59.4 s", "wait (seconds)"):

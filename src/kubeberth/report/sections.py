@@ -116,18 +116,14 @@ def attempts(run: Run) -> Section:
     results = [r for r in ATTEMPT_RESULTS if r in totals] + sorted(
         r for r in totals if r not in ATTEMPT_RESULTS)
     x, xlabel = time_axis(run)
-    with figure(cols=2) as (fig, (left, right)):
-        left.bar(results, [totals[r] for r in results],
-                 color=[colour(i) for i in range(len(results))])
-        left.set_ylabel("attempts")
-        left.set_title("total by result")
+    with figure() as (fig, (ax,)):
         for i, r in enumerate(ATTEMPT_RESULTS):
-            right.plot(*steps(x, per_interval(run.series.num(f"attempts_{r}"))), label=r,
-                       color=colour(i), drawstyle="steps-post", linewidth=1.0)
-        right.set_xlabel(xlabel)
-        right.set_ylabel("attempts per sample interval")
-        right.set_ylim(bottom=0)
-        right.legend(loc="upper right")
+            ax.plot(*steps(x, per_interval(run.series.num(f"attempts_{r}"))), label=r,
+                    color=colour(i), drawstyle="steps-post", linewidth=1.0)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("attempts per sample interval")
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="upper left")
         fig_block = svg_figure(fig, "Scheduling attempts by result")
     return Section("Scheduling attempts by result", [
         fig_block,
