@@ -47,7 +47,7 @@ def test_compare_overlays_runs_in_each_figure(run_dir: Path, other_run_dir: Path
     for svg in svgs:
         # every figure's legend names both runs (the first axes carries the legend)
         assert str(run_dir) in svg and str(other_run_dir) in svg
-    assert "share of bound pods" in svgs[3]
+    assert "share waiting longer" in svgs[3]
 
 
 def test_compare_pending_reasons_counts_per_run(run_dir: Path, other_run_dir: Path,

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kubeberth.report.compare import COMPARE_SECTIONS, compare_report
+from kubeberth.report.compare import waits as compare_waits
 from kubeberth.report.html import Paragraph, Section, Table
 from kubeberth.report.output import PODS_COLUMNS
 from kubeberth.report.runs import Run, load_run
@@ -175,3 +176,25 @@ def test_run_table_is_cached_and_missing_is_none(tmp_path: Path) -> None:
 def test_section_functions_are_listed_once() -> None:
     fns: list[SectionFn] = RUN_SECTIONS
     assert len({f.__name__ for f in fns}) == len(fns)
+
+
+def test_compare_without_waiting_pods(tmp_path: Path) -> None:
+    bound = [["ns/a", 0.0, 0.0, "n", 1, 0.0, "", 0]]
+    data = summary(waitSeconds={"count": 1, "mean": 0.0, "p50": 0.0, "p90": 0.0, "p95": 0.0,
+                                "p99": 0.0, "max": 0.0})
+    a = load_run(write_run(tmp_path / "a", data, pods=bound))
+    b = load_run(write_run(tmp_path / "b", summary()))
+    section = compare_waits([a, b])
+    html = "".join(blk.html() for blk in section.blocks)
+    assert "No bound pod waited in any run." in html and figures(html) == []
+    assert '<tr><td>count</td><td class="num">1</td><td class="num">0</td></tr>' in html
+    assert '<tr><td>max</td><td class="num">0.000</td><td></td></tr>' in html
+
+
+def test_compare_waits_tail(tmp_path: Path) -> None:
+    pods = [["ns/a", 0.0, 0.0, "n", 1, 0.0, "", 0], ["ns/b", 0.0, 30.0, "n", 1, 30.0, "", 0]]
+    a = load_run(write_run(tmp_path / "a", summary(), pods=pods))
+    b = load_run(write_run(tmp_path / "b", summary()))
+    (svg,) = figures("".join(blk.html() for blk in compare_waits([a, b]).blocks))
+    assert "share waiting longer" in svg and "wait (seconds)" in svg
+    assert str(tmp_path / "a") in svg

@@ -9,13 +9,14 @@ the order given. Sections follow the run report's pattern: functions of the list
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from kubeberth.api.errors import InputError
-from kubeberth.report.figures import colour, figure, steps, svg_figure, time_unit
+from kubeberth.report.figures import colour, figure, log_y, steps, svg_figure, time_unit
 from kubeberth.report.html import Block, Cell, Paragraph, Report, Section, Table
 from kubeberth.report.output import summary_rows
 from kubeberth.report.runs import Run, load_run, write_html
@@ -121,23 +122,31 @@ def waits(runs: Sequence[Run]) -> Section:
     rows: list[list[Cell]] = [[k, *(r.summary["waitSeconds"].get(k) for r in runs)]
                               for k in keys]
     blocks: list[Block] = [Table(("statistic (s)", *(r.label for r in runs)), rows)]
-    bound = [(i, r, r.pods.num("wait_seconds")) for i, r in enumerate(runs)]
-    bound = [(i, r, w[~np.isnan(w)]) for i, r, w in bound]
-    if not any(w.size for _, _, w in bound):
-        return Section("Pod wait (creation to bind)", [Paragraph("No pod was bound."), *blocks])
-    unit, seconds = time_unit(max(float(w.max()) for _, _, w in bound if w.size))
+    waited = [(i, r, w[~np.isnan(w) & (w > 0)], int((~np.isnan(w)).sum()))
+              for i, r, w in ((i, r, r.pods.num("wait_seconds")) for i, r in enumerate(runs))]
+    if not any(w.size for _, _, w, _ in waited):
+        return Section("Pod wait (creation to bind)", [
+            Paragraph("No bound pod waited in any run."), *blocks])
+    unit, seconds = time_unit(max(float(w.max()) for _, _, w, _ in waited if w.size))
     with figure() as (fig, (ax,)):
-        for i, run, w in bound:
+        for i, run, w, bound in waited:
             if w.size:
                 values, counts = np.unique(w, return_counts=True)
-                share = np.cumsum(counts) / counts.sum()
-                ax.plot(np.r_[0.0, values / seconds], np.r_[0.0, share], color=colour(i),
-                        label=run.label, drawstyle="steps-post", linewidth=1.1)
+                longer = (w.size - np.cumsum(counts)) / bound
+                ax.plot(np.r_[0.0, values / seconds], np.r_[w.size / bound, longer],
+                        color=colour(i), label=run.label, drawstyle="steps-post",
+                        linewidth=1.1)
         ax.set_xlabel(f"wait ({unit})")
-        ax.set_ylabel("share of bound pods")
-        ax.set_ylim(0, 1.02)
-        ax.legend(loc="lower right")
-        blocks.insert(0, svg_figure(fig, "Cumulative distribution of pod waits, per run"))
+        ax.set_ylabel("share waiting longer")
+        log_y(ax)
+        # whole decades from one pod's share up to all pods, so the axis always has labels
+        most = max(bound for _, _, w, bound in waited if w.size)
+        ax.set_ylim(10.0 ** math.floor(math.log10(1.0 / most)), 1.0)
+        ax.legend(loc="upper right")
+        blocks.insert(0, svg_figure(fig, "Share of pods waiting longer than x, per run"))
+    blocks.append(Paragraph("The curve of each run is the share of its bound pods that "
+                            "waited longer than the time on the x axis (log scale: the tail "
+                            "is what differs between policies)."))
     return Section("Pod wait (creation to bind)", blocks)
 
 

@@ -70,7 +70,7 @@ def figure(*, rows: int = 1, cols: int = 1, width: float = 9.0,
         # Fixed margins instead of a layout engine: constrained layout measures every tick
         # label, which doubles the drawing time of a figure.
         fig = MplFigure(figsize=(width, height * rows))
-        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.45 / (height * rows) + 0.04,
+        fig.subplots_adjust(left=0.1, right=0.98, bottom=0.45 / (height * rows) + 0.04,
                             top=1 - 0.3 / (height * rows), wspace=0.22, hspace=0.3)
         axes = fig.subplots(rows, cols, squeeze=False)
         yield fig, [ax for row in axes for ax in row]

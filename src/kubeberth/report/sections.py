@@ -103,7 +103,7 @@ def pending(run: Run) -> Section:
         bottom.set_ylim(bottom=0)
         bottom.legend(loc="upper left")
         fig_block = svg_figure(fig, "Running and pending pods over time")
-    total = layers[0] + layers[1] + layers[2]
+    total = np.sum(layers, axis=0)
     peak = int(total.max()) if total.size else 0
     return Section("Pending pods over time", [
         fig_block,
