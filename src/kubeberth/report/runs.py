@@ -27,10 +27,10 @@ from kubeberth.sim.metrics import SERIES_COLUMNS
 
 EXPECTED_FOLDER = "a folder written by `kubeberth simulate -o FOLDER`"
 
-# summary.json fields the built-in sections read, with the JSON types they must have.
 NUMBER = (int, float)
 JSON_NAMES: dict[type, str] = {dict: "object", list: "array", str: "string", int: "integer",
                                float: "number", bool: "boolean"}
+# summary.json fields the built-in sections read, with the JSON types they must have.
 SUMMARY_FIELDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
     ("run", dict),
     ("pods", dict),
