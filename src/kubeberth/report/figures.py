@@ -1,11 +1,11 @@
 """matplotlib figures that render to the same SVG bytes every time.
 
 matplotlib's SVG writer stamps a date, draws random ids for clip paths and markers, and reads
-the user's matplotlibrc. :func:`svg_figure` renders with matplotlib's SVG backend under fixed
-settings (hash salt, no date or creator, text kept as text, our rcParams over the user's), so a
-report is a pure function of its data. Figures are built with the object API
-(``matplotlib.figure.Figure``), never pyplot: no global figure registry, no GUI backend, nothing
-left open between reports.
+the user's matplotlibrc. :func:`figure` and :func:`svg_figure` draw under fixed settings
+(matplotlib's defaults plus ours, never the user's rcParams; a fixed hash salt; no date or
+creator; text kept as text), so a report is a pure function of its data. Figures are built with
+the object API (``matplotlib.figure.Figure``), never pyplot: no global figure registry, no GUI
+backend, nothing left open between reports.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import matplotlib
+import matplotlib.style
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure as MplFigure
@@ -23,14 +24,11 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 
 from kubeberth.report.html import Figure
 
-if TYPE_CHECKING:
-    from matplotlib.typing import RcKeyType
-
 # Colour-blind-safe (Okabe-Ito), in a fixed order so run i has the same colour in every figure.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
            "#000000")
 
-RC: dict[RcKeyType, Any] = {
+RC: dict[str, Any] = {
     "svg.hashsalt": "kubeberth",
     "svg.fonttype": "none",
     "svg.image_inline": True,
@@ -65,8 +63,10 @@ def time_unit(span_seconds: float) -> tuple[str, float]:
 @contextmanager
 def figure(*, rows: int = 1, cols: int = 1, width: float = 9.0,
            height: float = 3.2) -> Iterator[tuple[MplFigure, list[Axes]]]:
-    """A fresh figure with ``rows`` × ``cols`` axes (flattened, row-major) under the fixed rc."""
-    with matplotlib.rc_context(RC):
+    """A fresh figure with ``rows`` × ``cols`` axes (flattened, row-major) under our rc only."""
+    # Reset to matplotlib's defaults first: a user's matplotlibrc or a global rcParams change
+    # must not alter the bytes (``after_reset``); everything is restored on exit.
+    with matplotlib.style.context(RC, after_reset=True):
         # Fixed margins instead of a layout engine: constrained layout measures every tick
         # label, which doubles the drawing time of a figure.
         fig = MplFigure(figsize=(width, height * rows))
