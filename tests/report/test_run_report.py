@@ -8,6 +8,8 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from kubeberth.report.output import REPORT_FILE
 
 from .helpers import figures, invoke, section_titles, simulate
@@ -147,3 +149,22 @@ def test_simulate_prints_report_path(inputs: Path, tmp_path: Path) -> None:
     assert code == 0
     assert "report.html" in out
     assert (tmp_path / "o" / REPORT_FILE).is_file()
+
+
+def test_report_without_a_command_shows_help() -> None:
+    _, out, _ = invoke("report")
+    assert "render" in out and "compare" in out
+
+
+def test_render_relative_folder(run_dir: Path, tmp_path: Path,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(run_dir, tmp_path / "rel")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = invoke("report", "render", "rel", "-o", "page.html")
+    assert code == 0 and "wrote page.html" in out
+    assert (tmp_path / "page.html").read_bytes() == (run_dir / REPORT_FILE).read_bytes()
+
+
+def test_simulate_into_a_new_nested_folder(inputs: Path, tmp_path: Path) -> None:
+    out = simulate(inputs, tmp_path / "a" / "b" / "c")
+    assert section_titles((out / REPORT_FILE).read_text()) == SECTIONS

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kubeberth.report.compare import COMPARE_SECTIONS, compare_report
@@ -198,3 +199,54 @@ def test_compare_waits_tail(tmp_path: Path) -> None:
     (svg,) = figures("".join(blk.html() for blk in compare_waits([a, b]).blocks))
     assert "share waiting longer" in svg and "wait (seconds)" in svg
     assert str(tmp_path / "a") in svg
+
+
+def test_per_interval_from_cumulative() -> None:
+    from kubeberth.report.sections import per_interval
+
+    assert per_interval(np.array([0.0, 2.0, 2.0, 5.0])).tolist() == [0, 2, 0, 3]
+    assert per_interval(np.array([], dtype=np.float64)).size == 0
+
+
+def test_common_time_axis_uses_the_longest_run(tmp_path: Path) -> None:
+    from kubeberth.report.compare import common_time_axis
+
+    short = load_run(write_run(tmp_path / "short", summary()))
+    long = write_run(tmp_path / "long", summary())
+    lines = (long / "timeseries.csv").read_text().splitlines()
+    lines[-1] = "172800" + lines[-1][lines[-1].index(","):]
+    (long / "timeseries.csv").write_text("\n".join(lines) + "\n")
+    xs, label = common_time_axis([short, load_run(long)])
+    assert label == "simulated time (days)"
+    assert xs[1].tolist() == [0, 10 / 86400, 2]
+    assert xs[0].tolist() == [0, 10 / 86400, 20 / 86400]
+
+
+def test_run_metadata_rows(tmp_path: Path) -> None:
+    from kubeberth.report.sections import run_metadata
+
+    data = summary(unmodelledPlugins=["VolumeBinding", "NodePorts"])
+    del data["decisions"]
+    table = run_metadata(load_run(write_run(tmp_path / "r", data))).blocks[0]
+    assert isinstance(table, Table)
+    rows = dict(table.rows)
+    assert rows["seed"] == "1" and rows["workload"] == "w"
+    assert rows["unmodelled plugins (no effect)"] == "VolumeBinding, NodePorts"
+    assert rows["time-series samples"] == "3 (every 10 s)"
+    assert "scheduling cycles" not in rows
+
+
+def test_preempted_pods_listed_most_first(tmp_path: Path) -> None:
+    pods = [["ns/a", 0.0, 5.0, "n", 3, 5.0, "", 1], ["ns/b", 0.0, 9.0, "n", 4, 9.0, "", 2],
+            ["ns/c", 0.0, 1.0, "n", 1, 1.0, "", 0]]
+    run = load_run(write_run(tmp_path / "r", summary(), {}, pods))
+    details = disruptions(run).blocks[-1]
+    html = details.html()
+    assert "2 pods preempted at least once" in html
+    assert html.index("ns/b") < html.index("ns/a") and "ns/c" not in html
+
+
+def test_report_title_and_subtitle(tmp_path: Path) -> None:
+    html = run_report(load_run(write_run(tmp_path / "r", summary()))).render()
+    assert "<h1>kubeberth simulate: w</h1>" in html
+    assert '<p class="subtitle">kubeberth 0</p>' in html
