@@ -4,8 +4,11 @@ and re-rendering from the files alone."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -168,3 +171,16 @@ def test_render_relative_folder(run_dir: Path, tmp_path: Path,
 def test_simulate_into_a_new_nested_folder(inputs: Path, tmp_path: Path) -> None:
     out = simulate(inputs, tmp_path / "a" / "b" / "c")
     assert section_titles((out / REPORT_FILE).read_text()) == SECTIONS
+
+
+def test_identical_in_a_fresh_process_with_a_user_matplotlibrc(run_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    """Another interpreter (another string-hash seed, so other set orders) with a user
+    matplotlibrc writes the same bytes as the in-process simulate did."""
+    rc = tmp_path / "matplotlibrc"
+    rc.write_text("lines.linewidth: 4\nfont.size: 22\naxes.grid: False\n")
+    target = tmp_path / "page.html"
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "MATPLOTLIBRC": str(rc)}
+    subprocess.run([sys.executable, "-m", "kubeberth", "report", "render", str(run_dir),
+                    "-o", str(target)], check=True, env=env, capture_output=True)
+    assert target.read_bytes() == (run_dir / REPORT_FILE).read_bytes()
