@@ -24,6 +24,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.cli.admit import admit_command
 from kubeberth.cli.deschedule import deschedule
 from kubeberth.cli.extender import extender_command
+from kubeberth.cli.report import report_app
 from kubeberth.cli.spill import SpillConfigOpt, spill_app, spill_config
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
@@ -106,8 +107,9 @@ def simulate(
     descheduling_interval: Annotated[float, typer.Option(
         help="Seconds of simulated time between descheduling passes.")] = 300.0,
 ) -> None:
-    """Replay a cluster and workload trace through the scheduler and write out/ (JSON + CSV)."""
+    """Replay a cluster and workload trace through the scheduler; write out/ (JSON, CSV, HTML)."""
     from kubeberth.report.output import summary_table, write_outputs
+    from kubeberth.report.sections import write_run_report
     from kubeberth.sim.engine import Simulation
     from kubeberth.sim.traces import load_workload
 
@@ -161,10 +163,12 @@ def simulate(
             "requestedByPlugin": dict(sorted(log.by_plugin.items())),
         }
     data = write_outputs(result, out, meta)
+    with _user_errors():
+        report = write_run_report(out)
     console.print(summary_table(data))
     extra = ", evictions.csv" if data.get("evictions", {}).get("requested") else ""
     extra += ", spill.csv, spill_metrics.prom, spill.html" if "spill" in data else ""
-    console.print(f"wrote {out}/summary.json, timeseries.csv, pods.csv{extra}")
+    console.print(f"wrote {out}/summary.json, timeseries.csv, pods.csv{extra}, {report.name}")
 
 
 @app.command()
@@ -209,6 +213,7 @@ app.command("deschedule")(deschedule)
 app.command("admit")(admit_command)
 app.add_typer(spill_app, name="spill")
 app.command("extender")(extender_command)
+app.add_typer(report_app, name="report")
 
 
 @app.command()

@@ -29,6 +29,9 @@ SPILL_METRICS_FILE = "spill_metrics.prom"
 SPILL_HTML_FILE = "spill.html"
 EVICTION_COLUMNS = ("time", "pod", "node", "plugin", "reason", "allowed", "code", "message",
                     "pdb", "replacement")
+REPORT_FILE = "report.html"
+PODS_COLUMNS = ("pod", "arrival", "bound", "node", "attempts", "wait_seconds", "finished",
+                "preempted")
 
 
 def summary(result: SimResult, meta: dict[str, Any]) -> dict[str, Any]:
@@ -120,35 +123,49 @@ def write_outputs(result: SimResult, out: Path, meta: dict[str, Any]) -> dict[st
         title = f"kubeberth spill: {meta.get('workload', '')}"
         (out / SPILL_HTML_FILE).write_text(
             render_spill_html(host.rows, result.evictions, data["spill"], title))
+    (out / PODS_FILE).write_text(_csv(pods, PODS_COLUMNS))
     return data
+
+
+def _ordered(d: dict[str, Any], first: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """Items with the ``first`` keys in that order, then the rest sorted: the same order
+    whether the dict was built in memory or read back from sorted-key JSON."""
+    return [(k, d[k]) for k in first if k in d] + sorted(
+        (k, v) for k, v in d.items() if k not in first)
+
+
+def summary_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """The headline metrics of a summary as (metric, value) text, shared by the terminal
+    table and the HTML report so the two never disagree."""
+    pods = data["pods"]
+    rows = [("pods", str(pods["total"])), ("scheduled", str(pods["scheduled"])),
+            ("never scheduled", str(pods["unscheduled"])),
+            ("preemptions", str(pods["preemptions"]))]
+    rows.extend((f"attempts {k}", str(v))
+                for k, v in _ordered(data["attempts"], ("scheduled", "unschedulable", "error")))
+    waits = data["waitSeconds"]
+    if waits.get("count"):
+        rows.extend((f"wait {q} (s)", f"{waits[q]:.3f}") for q in ("p50", "p95", "p99", "max"))
+    rows.extend((f"{res} allocated mean / peak (%)", f"{v['mean']:.2f} / {v['peak']:.2f}")
+                for res, v in _ordered(data["allocationPct"], ("cpu", "memory", "gpu")))
+    rows.append(("simulated time (s)", f"{data['simulatedSeconds']:.0f}"))
+    ev = data.get("evictions")
+    if ev:
+        rows.append(("evictions allowed / requested", f"{ev['evicted']} / {ev['requested']}"))
+        rows.append(("replacement pods", str(ev["replacementsCreated"])))
+    spill = data.get("spill")
+    if spill:
+        rows.append(("pods spilled to VK", str(spill["podsSpilled"])))
+        rows.append(("spill GPU-hours / cost", f"{spill['gpuHours']:.2f} / {spill['cost']:.2f}"))
+        rows.append(("taint flips", str(spill["taintFlips"])))
+        rows.append(("signal faults (ticks)", str(spill["faultTicks"])))
+    return rows
 
 
 def summary_table(data: dict[str, Any]) -> Table:
     t = Table(title=f"kubeberth simulate: {data['run'].get('workload', '')}", show_lines=False)
     t.add_column("metric")
     t.add_column("value", justify="right")
-    pods = data["pods"]
-    t.add_row("pods", str(pods["total"]))
-    t.add_row("scheduled", str(pods["scheduled"]))
-    t.add_row("never scheduled", str(pods["unscheduled"]))
-    t.add_row("preemptions", str(pods["preemptions"]))
-    for k, v in data["attempts"].items():
-        t.add_row(f"attempts {k}", str(v))
-    waits = data["waitSeconds"]
-    if waits.get("count"):
-        for q in ("p50", "p95", "p99", "max"):
-            t.add_row(f"wait {q} (s)", f"{waits[q]:.3f}")
-    for res, v in data["allocationPct"].items():
-        t.add_row(f"{res} allocated mean / peak (%)", f"{v['mean']:.2f} / {v['peak']:.2f}")
-    t.add_row("simulated time (s)", f"{data['simulatedSeconds']:.0f}")
-    ev = data.get("evictions")
-    if ev:
-        t.add_row("evictions allowed / requested", f"{ev['evicted']} / {ev['requested']}")
-        t.add_row("replacement pods", str(ev["replacementsCreated"]))
-    spill = data.get("spill")
-    if spill:
-        t.add_row("pods spilled to VK", str(spill["podsSpilled"]))
-        t.add_row("spill GPU-hours / cost", f"{spill['gpuHours']:.2f} / {spill['cost']:.2f}")
-        t.add_row("taint flips", str(spill["taintFlips"]))
-        t.add_row("signal faults (ticks)", str(spill["faultTicks"]))
+    for metric, value in summary_rows(data):
+        t.add_row(metric, value)
     return t

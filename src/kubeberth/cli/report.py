@@ -1,0 +1,57 @@
+"""``kubeberth report``: HTML reports from run folders already on disk.
+
+``simulate`` writes ``report.html`` next to its JSON and CSV; these commands work from the
+files alone: ``render`` re-creates one run's page (after an upgrade, or for a folder copied
+from elsewhere) and ``compare`` puts several runs (one per policy, typically) side by side.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from kubeberth.api.errors import InputError
+
+report_app = typer.Typer(no_args_is_help=True, add_completion=False,
+                         help="HTML reports from simulate output folders.")
+
+
+def _fail(err: InputError) -> typer.Exit:
+    Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+    return typer.Exit(2)
+
+
+@report_app.command("render")
+def render(
+    run: Annotated[Path, typer.Argument(help="A folder written by `kubeberth simulate -o`.")],
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="HTML file to write (default: RUN/report.html).")] = None,
+) -> None:
+    """Re-create a run's HTML report from its summary.json, timeseries.csv and pods.csv."""
+    from kubeberth.report.sections import write_run_report
+
+    try:
+        path = write_run_report(run, output)
+    except InputError as err:
+        raise _fail(err) from None
+    Console().print(f"wrote {path}", highlight=False, soft_wrap=True)
+
+
+@report_app.command("compare")
+def compare(
+    runs: Annotated[list[Path], typer.Argument(
+        help="Two or more folders written by `kubeberth simulate -o`, one per policy.")],
+    output: Annotated[Path, typer.Option(
+        "--output", "-o", help="HTML file to write.")] = Path("compare.html"),
+) -> None:
+    """Overlay several runs' time series and put their summaries side by side."""
+    from kubeberth.report.compare import write_compare_report
+
+    try:
+        path = write_compare_report(runs, output)
+    except InputError as err:
+        raise _fail(err) from None
+    Console().print(f"wrote {path}", highlight=False, soft_wrap=True)
