@@ -186,3 +186,45 @@ def _subresource(r: ResourceType, sub: str) -> dict[str, Any]:
     if group is not None:
         entry["group"], entry["version"] = group, version
     return entry
+
+
+def _gv_path(group: str, version: str) -> str:
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+def openapi_v3_root(registry: Registry) -> dict[str, Any]:
+    """``/openapi/v3``: one entry per served group-version."""
+    paths: dict[str, Any] = {}
+    for r in registry.resources:
+        for v in r.versions:
+            path = _gv_path(r.group, v)
+            paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}"}
+    return {"paths": paths}
+
+
+def openapi_v3_group_version(registry: Registry, group: str, version: str
+                             ) -> dict[str, Any] | None:
+    """A minimal OpenAPI v3 document for one group-version: operations without schemas.
+
+    It exists so that kubectl's validation finds that the server accepts the
+    ``fieldValidation`` parameter (and leaves validation to the server) instead of failing to
+    download a schema; it carries no object schemas (see docs/apiserver.md).
+    """
+    if not registry.group_version_served(group, version) and (group, version) != ("", "v1"):
+        return None
+    param = {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}
+    paths: dict[str, Any] = {}
+    for r in registry.resources:
+        if r.group != group or version not in r.versions:
+            continue
+        gvk = {"group": group, "version": version, "kind": r.kind}
+        base = "/" + _gv_path(group, version)
+        scope = f"{base}/namespaces/{{namespace}}/{r.plural}" if r.namespaced \
+            else f"{base}/{r.plural}"
+        op = {"x-kubernetes-group-version-kind": gvk, "parameters": [param],
+              "responses": {"200": {"description": "OK"}}}
+        paths[f"{scope}/{{name}}"] = {"patch": {**op, "x-kubernetes-action": "patch"},
+                                      "put": {**op, "x-kubernetes-action": "put"}}
+        paths[scope] = {"post": {**op, "x-kubernetes-action": "post"}}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes (kubeberth)", "version": "v1"},
+            "paths": paths, "components": {"schemas": {}}}

@@ -39,7 +39,12 @@ from kubeberth.apiserver.clock import Clock, ManualClock, SystemClock
 from kubeberth.apiserver.controllers import ControllerManager
 from kubeberth.apiserver.metrics import registry_for
 from kubeberth.apiserver.operations import Api
-from kubeberth.apiserver.resources import Registry, ResourceType
+from kubeberth.apiserver.resources import (
+    Registry,
+    ResourceType,
+    openapi_v3_group_version,
+    openapi_v3_root,
+)
 from kubeberth.apiserver.selectors import parse_field_selector, parse_label_selector
 from kubeberth.apiserver.store import DEFAULT_HISTORY, Event, Obj, Store, parse_rv
 from kubeberth.apiserver.tables import table
@@ -91,6 +96,8 @@ class Cluster:
         for probe in ("/healthz", "/readyz", "/livez"):
             app.router.add_get(probe, self._ok)
         app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/openapi/v3", self._openapi_root)
+        app.router.add_get("/openapi/v3/{tail:.*}", self._openapi_gv)
         app.router.add_route("*", "/api", self._dispatch)
         app.router.add_route("*", "/apis", self._dispatch)
         app.router.add_route("*", "/api/{tail:.*}", self._dispatch)
@@ -123,6 +130,18 @@ class Cluster:
     async def _metrics(self, _request: web.Request) -> web.Response:
         return web.Response(body=generate_latest(self.metrics),
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _openapi_root(self, _request: web.Request) -> web.Response:
+        return _json(openapi_v3_root(self.registry))
+
+    async def _openapi_gv(self, request: web.Request) -> web.Response:
+        parts = request.match_info["tail"].strip("/").split("/")
+        group, version = ("", parts[1]) if parts[0] == "api" and len(parts) == 2 else (
+            (parts[1], parts[2]) if parts[0] == "apis" and len(parts) == 3 else ("", ""))
+        doc = openapi_v3_group_version(self.registry, group, version) if version else None
+        if doc is None:
+            raise _no_resource(request)
+        return _json(doc)
 
     async def _not_found(self, request: web.Request) -> web.Response:
         raise errors.ApiError(404, "NotFound", "the server could not find the requested "
