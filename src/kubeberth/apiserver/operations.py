@@ -296,8 +296,7 @@ class Api:
                             "reason": "DisruptionBudget",
                             "message": f"The disruption budget {pdb_name} needs "
                                        f"{status['desiredHealthy']} healthy pods and has "
-                                       f"{status['currentHealthy']} currently"}]},
-                        retry_after=10)
+                                       f"{status['currentHealthy']} currently"}]})
         self.delete(self.pods, namespace, name, options)
         return _success(201)
 

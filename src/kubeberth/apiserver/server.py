@@ -20,6 +20,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 import ssl
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -50,6 +51,7 @@ from kubeberth.apiserver.store import DEFAULT_HISTORY, Event, Obj, Store, parse_
 from kubeberth.apiserver.tables import table
 from kubeberth.config.manifests import Manifests
 
+_log = logging.getLogger(__name__)
 JSON = "application/json"
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/livez", "/version", "/metrics"})
 DEFAULT_WATCH_TIMEOUT = 1800.0
@@ -118,6 +120,10 @@ class Cluster:
             raise
         except InputError as err:
             return _error_response(errors.bad_request(str(err)))
+        except Exception as err:
+            _log.exception("internal error serving %s %s", request.method, request.path)
+            return _error_response(errors.ApiError(500, "InternalError",
+                                                   f"Internal error occurred: {err!r}"))
 
     async def _version(self, _request: web.Request) -> web.Response:
         return _json({"major": "1", "minor": "32", "gitVersion": f"v1.32.0-kubeberth.{__version__}",
@@ -555,10 +561,9 @@ class EmbeddedServer:
         self._tasks = [asyncio.create_task(self.cluster.controllers.run()),
                        asyncio.create_task(self.cluster.controllers.run_timers())]
         self._runner = web.AppRunner(self.cluster.app(), access_log=None,
-                                     handler_cancellation=True)
+                                     handler_cancellation=True, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl,
-                           shutdown_timeout=1.0)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl)
         await site.start()
         server = site._server
         if server is not None and self.port == 0:

@@ -42,7 +42,7 @@ class Event:
     old: Obj | None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Watcher:
     """A watch stream's mailbox; ``None`` in the queue closes it."""
 
@@ -262,6 +262,10 @@ class Store:
         watcher = Watcher(rt)
         table.watchers.add(watcher)
         return watcher, backlog
+
+    def watcher_count(self, rt: ResourceType) -> int:
+        """Open watches on ``rt`` (tests wait for a client's watch to be established)."""
+        return len(self._tables[rt.key].watchers)
 
     def unwatch(self, watcher: Watcher) -> None:
         self._tables[watcher.resource.key].watchers.discard(watcher)

@@ -160,5 +160,10 @@ def version() -> None:
     console.print(__version__)
 
 
+from kubeberth.cli.serve import serve  # noqa: E402 - each command module registers here
+
+app.command()(serve)
+
+
 def main() -> None:
     app()
