@@ -24,6 +24,8 @@ JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
+_STRUCT_SPECS = frozenset({"Pod", "Node", "Namespace", "PodDisruptionBudget", "Deployment",
+                           "ReplicaSet", "Job"})
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -66,6 +68,9 @@ class Api:
         admission.validate(rt, obj)
         if rt.kind not in ("Node", "Event", "Lease"):
             obj.pop("status", None)  # status is written through its subresource
+        if rt.kind in _STRUCT_SPECS and rt.group in ("", "apps", "batch", "policy"):
+            obj.setdefault("spec", {})  # Go structs always encode spec and status
+            obj.setdefault("status", {})
         if rt.kind == "Pod":
             admission.default_pod(obj, list(self.store.items(self.priority_classes)))
         elif rt.kind == "Node":
