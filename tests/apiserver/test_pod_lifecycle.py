@@ -229,3 +229,18 @@ def test_bad_pdb_is_422(http: httpx.Client) -> None:
                            "spec": {"minAvailable": 1, "maxUnavailable": 1}})
     assert resp.status_code == 422
     assert "minAvailable and maxUnavailable are both set" in resp.json()["message"]
+
+
+def test_wall_clock_kubelet_completes_pods(make_pod: PodBody) -> None:
+    """Without a manual clock the kubelet's timers run on real time."""
+    import time
+
+    with EmbeddedServer() as srv, httpx.Client(base_url=srv.url) as client:
+        client.post("/api/v1/nodes", json={"metadata": {"name": "n"}})
+        client.post(PODS, json=make_pod("quick", node="n", duration=0.05))
+        deadline = time.monotonic() + 20
+        while _phase(client, "quick") != "Succeeded":
+            assert time.monotonic() < deadline, "the pod never completed"
+            time.sleep(0.02)
+        with pytest.raises(RuntimeError, match="ManualClock"):
+            srv.advance(1)
