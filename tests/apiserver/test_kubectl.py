@@ -271,3 +271,46 @@ def test_get_events_watch_streams_new_events(kubectl: Kubectl, make_pod: PodBody
     assert started, lines
     assert "pod/watched" in started[0]
     assert "Started container main" in started[0]
+
+
+KUEUE = """\
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: gpu}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: research}
+spec:
+  cohort: lab
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: gpu
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 8}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: team, namespace: default}
+spec: {clusterQueue: research}
+"""
+
+
+def test_crd_kinds_apply_and_print_columns(kubectl: Kubectl, tmp_path: Path) -> None:
+    path = tmp_path / "kueue.yaml"
+    path.write_text(KUEUE)
+    out = kubectl("apply", "-f", str(path)).stdout
+    assert "clusterqueue.kueue.x-k8s.io/research created" in out
+    assert kubectl("apply", "-f", str(path)).stdout.count("unchanged") == 3
+    rows = kubectl("get", "cq").stdout.splitlines()
+    assert rows[0].split() == ["NAME", "COHORT", "PENDING", "WORKLOADS", "ADMITTED",
+                               "WORKLOADS"]
+    assert rows[1].split() == ["research", "lab", "0", "0"]
+    assert kubectl("get", "lq").stdout.splitlines()[1].split() == ["team", "research", "0",
+                                                                    "0"]
+    served = json.loads(kubectl("get", "cq", "research", "-o", "json").stdout)
+    assert served["apiVersion"] == "kueue.x-k8s.io/v1beta2"  # the preferred version
+    assert served["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0][
+        "nominalQuota"] == 8

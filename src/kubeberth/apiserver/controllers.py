@@ -25,6 +25,7 @@ import copy
 import hashlib
 import heapq
 import json
+import logging
 from typing import Any
 
 from kubeberth.apiserver import errors
@@ -35,6 +36,7 @@ from kubeberth.apiserver.resources import ResourceType
 from kubeberth.apiserver.store import Event, Obj
 from kubeberth.config.manifests import ANNOTATION_DURATION
 
+_log = logging.getLogger(__name__)
 TERMINAL = ("Succeeded", "Failed")
 _MAX_BURST = 500  # pods one reconcile creates at most (upstream's slow-start cap)
 
@@ -106,6 +108,8 @@ class ControllerManager:
                 self.handle(rt, event)
             except errors.ApiError:
                 pass  # a conflicting write: the next notification reconciles again
+            except Exception:
+                _log.exception("controller failed on %s %s", event.type, rt.plural)
             finally:
                 self.queue.task_done()
 

@@ -160,7 +160,7 @@ class Cluster:
                 return _json(self.registry.api_versions(self.address))
             group, version, rest = "", parts[1], parts[2:]
             if version != "v1":
-                raise errors.not_found("", request.path)
+                raise _no_resource(request)
         else:
             if len(parts) == 1:
                 return _json(self.registry.api_group_list())
@@ -345,8 +345,8 @@ class Cluster:
                 if item is None:
                     break
                 await self._emit(item, matches, send)
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
+        except ConnectionResetError:
+            pass  # the client went away
         finally:
             self.store.unwatch(watcher)
         return response
