@@ -51,10 +51,6 @@ def rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def rfc3339_micro(ts: float) -> str:
-    """A Kubernetes MicroTime (leases, events.k8s.io)."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
 
 def parse_time(text: str) -> float | None:
     """Seconds since the epoch from an RFC 3339 timestamp, None if unparsable."""

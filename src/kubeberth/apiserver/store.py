@@ -67,10 +67,6 @@ def object_key(obj: Obj) -> Key:
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
-def rv_of(obj: Obj) -> int:
-    return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-
-
 def parse_rv(text: str, what: str = "resourceVersion") -> int:
     try:
         value = int(text)
