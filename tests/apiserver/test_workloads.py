@@ -216,3 +216,63 @@ def test_deleting_a_namespace_deletes_its_objects(http: httpx.Client,
     server.settle()
     assert http.get("/api/v1/namespaces/team").status_code == 404
     assert http.get("/api/v1/pods").json()["items"] == []
+
+
+def _fail(http: httpx.Client, name: str) -> None:
+    pod = http.get(f"{PODS}/{name}").json()
+    pod["status"]["phase"] = "Failed"
+    assert http.put(f"{PODS}/{name}/status", json=pod).status_code == 200
+
+
+def test_job_fails_after_backoff_limit(http: httpx.Client, server: EmbeddedServer) -> None:
+    http.post(JOBS, json=_job(1, 1, backoffLimit=1))
+    server.settle()
+    for _ in range(2):
+        active = [p for p in _pods(http) if p["status"]["phase"] == "Pending"]
+        assert len(active) == 1
+        _fail(http, active[0]["metadata"]["name"])
+        server.settle()
+    job = http.get(f"{JOBS}/train").json()
+    assert job["status"]["failed"] == 2
+    failed = {c["type"]: c for c in job["status"]["conditions"]}
+    assert failed["Failed"]["reason"] == "BackoffLimitExceeded"
+    assert [p["status"]["phase"] for p in _pods(http)] == ["Failed", "Failed"]
+    rows = http.get(JOBS, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    assert rows.json()["rows"][0]["cells"][1:3] == ["Failed", "0/1"]
+
+
+def test_work_queue_job_completes_on_first_success(http: httpx.Client,
+                                                   server: EmbeddedServer) -> None:
+    http.post(JOBS, json=_job(None, 2))
+    server.settle()
+    assert len(_pods(http)) == 2
+    _bind_all(http, server)
+    server.advance(30)
+    job = http.get(f"{JOBS}/train").json()
+    assert job["status"]["succeeded"] == 2
+    assert any(c["type"] == "Complete" for c in job["status"]["conditions"])
+    assert len(_pods(http)) == 2  # no replacements once one succeeded
+
+
+def test_scale_down_removes_unscheduled_pods_first(http: httpx.Client,
+                                                   server: EmbeddedServer) -> None:
+    http.post(f"{APPS}/deployments", json=_deployment(3))
+    server.settle()
+    names = sorted(p["metadata"]["name"] for p in _pods(http))
+    http.post(f"{PODS}/{names[1]}/binding", json={"target": {"kind": "Node", "name": "cpu-a"}})
+    server.settle()
+    http.patch(f"{APPS}/deployments/web", content=b'{"spec":{"replicas":1}}',
+               headers={"Content-Type": "application/strategic-merge-patch+json"})
+    server.settle()
+    assert [p["metadata"]["name"] for p in _pods(http)] == [names[1]]
+
+
+def test_deployment_reports_unavailable_until_pods_run(http: httpx.Client,
+                                                       server: EmbeddedServer) -> None:
+    http.post(f"{APPS}/deployments", json=_deployment(2))
+    server.settle()
+    status = http.get(f"{APPS}/deployments/web").json()["status"]
+    assert (status["replicas"], status["readyReplicas"], status["unavailableReplicas"]) == (
+        2, 0, 2)
+    assert status["conditions"][0]["reason"] == "MinimumReplicasUnavailable"
+    assert status["observedGeneration"] == 1
