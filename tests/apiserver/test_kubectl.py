@@ -314,3 +314,64 @@ def test_crd_kinds_apply_and_print_columns(kubectl: Kubectl, tmp_path: Path) -> 
     assert served["apiVersion"] == "kueue.x-k8s.io/v1beta2"  # the preferred version
     assert served["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0][
         "nominalQuota"] == 8
+
+
+JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train}
+spec:
+  completions: 2
+  parallelism: 2
+  template:
+    metadata:
+      annotations: {kubeberth.io/duration-seconds: "60"}
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, image: trainer}]
+"""
+
+
+def _bind_pending(server: EmbeddedServer, node: str) -> None:
+    def bind_all() -> None:
+        for pod in list(server.api.store.items(server.api.pods)):
+            if not pod["spec"].get("nodeName"):
+                server.api.bind(pod["metadata"]["namespace"], pod["metadata"]["name"],
+                                {"target": {"kind": "Node", "name": node}})
+
+    server.call(bind_all)
+    server.settle()
+
+
+def test_scale_and_rollout_status(kubectl: Kubectl, server: EmbeddedServer,
+                                  tmp_path: Path) -> None:
+    path = tmp_path / "deploy.yaml"
+    path.write_text(WORKLOAD.split("---")[2])
+    kubectl("apply", "-f", str(path))
+    server.settle()
+    assert "deployment.apps/web scaled" in kubectl("scale", "deployment", "web",
+                                                   "--replicas=3").stdout
+    server.settle()
+    assert len(kubectl("get", "pods", "-l", "app=web", "-o", "name").stdout.split()) == 3
+    _bind_pending(server, "cpu-a")
+    out = kubectl("rollout", "status", "deployment/web", "--timeout=20s").stdout
+    assert 'deployment "web" successfully rolled out' in out
+    rows = kubectl("get", "deploy", "web").stdout.splitlines()
+    assert rows[1].split()[1:4] == ["3/3", "3", "3"]
+
+
+def test_wait_for_a_job_to_complete(kubectl: Kubectl, server: EmbeddedServer,
+                                    tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(JOB)
+    kubectl("apply", "-f", str(path))
+    server.settle()
+    _bind_pending(server, "cpu-a")
+    rows = kubectl("get", "jobs").stdout.splitlines()
+    assert rows[0].split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
+    assert rows[1].split()[:3] == ["train", "Running", "0/2"]
+    server.advance(60)
+    out = kubectl("wait", "--for=condition=complete", "job/train", "--timeout=20s").stdout
+    assert "job.batch/train condition met" in out
+    assert kubectl("get", "jobs").stdout.splitlines()[1].split()[:4] == [
+        "train", "Complete", "2/2", "60s"]

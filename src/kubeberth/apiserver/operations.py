@@ -166,31 +166,18 @@ class Api:
     def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str,
               body: bytes, subresource: str = "") -> Obj:
         old = self.store.must_get(rt, namespace, name)
-        try:
-            data = json.loads(body or b"null")
-        except ValueError as err:
-            raise errors.bad_request(f"the patch is not valid JSON: {err}") from None
-        kind = content_type.split(";")[0].strip()
-        if kind == JSON_PATCH:
-            result = patch.json_patch(old, data)
-        elif kind == MERGE_PATCH:
-            result = patch.json_merge_patch(old, _object_patch(data))
-        elif kind == STRATEGIC_PATCH:
-            result = patch.strategic_merge_patch(old, _object_patch(data))
-        elif kind == APPLY_PATCH:
-            raise errors.ApiError(415, "UnsupportedMediaType", "server-side apply is not "
-                                  "supported by kubeberth's API server; use client-side "
-                                  "kubectl apply (without --server-side)")
-        else:
-            raise errors.ApiError(415, "UnsupportedMediaType", f"the body of the request was "
-                                  f"in an unknown format - accepted media types include: "
-                                  f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_PATCH}")
-        if not isinstance(result, dict):
-            raise errors.bad_request("the patch does not leave an object")
+        result = _apply_patch(old, content_type, body)
         new = admission.check_body(rt, copy.deepcopy(result), rt.api_version().rpartition("/")[2],
                                    namespace)
         new["metadata"]["name"] = name
         return self._write(rt, old, new, subresource)
+
+    def patch_scale(self, rt: ResourceType, namespace: str, name: str, content_type: str,
+                    body: bytes) -> Obj:
+        """PATCH on the scale subresource (what ``kubectl scale`` sends)."""
+        return self.update_scale(rt, namespace, name,
+                                 _apply_patch(self.scale(rt, namespace, name), content_type,
+                                              body))
 
     # Delete.
 
@@ -349,6 +336,32 @@ class Api:
             "reportingComponent": component, "reportingInstance": host or component,
         }
         return self.create(self.events, namespace, body)
+
+
+def _apply_patch(old: Obj, content_type: str, body: bytes) -> Obj:
+    """``old`` with a PATCH body applied, by the patch type its Content-Type names."""
+    try:
+        data = json.loads(body or b"null")
+    except ValueError as err:
+        raise errors.bad_request(f"the patch is not valid JSON: {err}") from None
+    kind = content_type.split(";")[0].strip()
+    if kind == JSON_PATCH:
+        result = patch.json_patch(old, data)
+    elif kind == MERGE_PATCH:
+        result = patch.json_merge_patch(old, _object_patch(data))
+    elif kind == STRATEGIC_PATCH:
+        result = patch.strategic_merge_patch(old, _object_patch(data))
+    elif kind == APPLY_PATCH:
+        raise errors.ApiError(415, "UnsupportedMediaType", "server-side apply is not "
+                              "supported by kubeberth's API server; use client-side "
+                              "kubectl apply (without --server-side)")
+    else:
+        raise errors.ApiError(415, "UnsupportedMediaType", f"the body of the request was "
+                              f"in an unknown format - accepted media types include: "
+                              f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_PATCH}")
+    if not isinstance(result, dict):
+        raise errors.bad_request("the patch does not leave an object")
+    return result
 
 
 def _object_patch(data: Any) -> dict[str, Any]:

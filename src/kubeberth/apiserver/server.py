@@ -226,6 +226,9 @@ class Cluster:
                              self.api.update(rt, namespace, name, body, sub, version))
         if method == "PATCH" and name:
             self._dry_run_unsupported(request)
+            if sub == "scale":
+                return _json(self.api.patch_scale(rt, namespace, name, request.content_type,
+                                                  await request.read()))
             patched = self.api.patch(rt, namespace, name, request.content_type,
                                      await request.read(), sub)
             return self._one(request, rt, version, patched)
