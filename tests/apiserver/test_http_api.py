@@ -423,3 +423,19 @@ def test_bearer_token_is_required(cluster_file: Any) -> None:
         ok = client.get("/api/v1/nodes", headers={"Authorization": "Bearer s3cret"})
         assert len(ok.json()["items"]) == 3
         assert client.get("/healthz").text == "ok"
+
+
+def test_running_pod_with_finalizer_stops_then_waits(http: httpx.Client, make_pod: PodBody,
+                                                     server: EmbeddedServer) -> None:
+    body = make_pod("fin", node="gpu-a")
+    body["metadata"]["finalizers"] = ["example.com/keep"]
+    http.post(PODS, json=body)
+    server.settle()
+    http.delete(f"{PODS}/fin")
+    server.settle()
+    pod = http.get(f"{PODS}/fin").json()
+    assert pod["metadata"]["deletionTimestamp"]
+    assert pod["status"]["phase"] == "Succeeded"
+    _patch(http, f"{PODS}/fin", [{"op": "remove", "path": "/metadata/finalizers"}],
+           "json-patch+json")
+    _status(http.get(f"{PODS}/fin"), 404, "NotFound")

@@ -375,3 +375,59 @@ def test_wait_for_a_job_to_complete(kubectl: Kubectl, server: EmbeddedServer,
     assert "job.batch/train condition met" in out
     assert kubectl("get", "jobs").stdout.splitlines()[1].split()[:4] == [
         "train", "Complete", "2/2", "60s"]
+
+
+def test_get_pods_shows_gated_and_terminating(kubectl: Kubectl, make_pod: PodBody,
+                                              server: EmbeddedServer) -> None:
+    gated = make_pod("gated")
+    gated["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+    kubectl("create", "-f", "-", input=json.dumps(gated))
+    kubectl("create", "-f", "-", input=json.dumps(make_pod("held", node="gpu-a")))
+    server.settle()
+    server.call(lambda: server.api.patch(server.api.pods, "default", "held",
+                                         "application/merge-patch+json",
+                                         b'{"metadata":{"finalizers":["example.com/x"]}}'))
+    kubectl("delete", "pod", "held", "--wait=false")
+    rows = {line.split()[0]: line.split() for line in kubectl("get", "pods").stdout
+            .splitlines()}
+    assert rows["gated"][2] == "SchedulingGated"
+    assert rows["held"][2] == "Terminating"
+
+
+def test_get_pods_watch_prints_status_changes(kubectl: Kubectl, make_pod: PodBody,
+                                              kubectl_bin: str, kubeconfig: Path,
+                                              server: EmbeddedServer, tmp_path: Path) -> None:
+    kubectl("create", "-f", "-", input=json.dumps(make_pod("w", duration=10)))
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.Popen([kubectl_bin, "--kubeconfig", str(kubeconfig), "get", "pods",
+                             "-w", "--request-timeout=20s"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    lines: list[str] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 20
+        pods = server.api.pods
+        while server.call(lambda: server.api.store.watcher_count(pods)) == 0:
+            assert time.monotonic() < deadline, "kubectl never started watching"
+            time.sleep(0.05)
+        _bind(server, "w", "gpu-a")
+        server.advance(10)
+        while not any("Completed" in line for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        reader.join(timeout=5)
+    statuses = [line.split()[2] for line in lines if line.startswith("w ")]
+    assert lines[0].split()[:3] == ["NAME", "READY", "STATUS"]
+    assert statuses[0] == "Pending"
+    assert statuses[-1] == "Completed"
+    assert "Running" in statuses
+    assert sum(1 for line in lines if line.startswith("NAME")) == 1

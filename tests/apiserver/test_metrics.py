@@ -109,3 +109,41 @@ def test_each_server_has_its_own_registry(cluster_file: Any) -> None:
         second = client.get(f"{two.url}/metrics").text
     assert 'node="gpu-a"' in first
     assert 'node="gpu-a"' not in second
+
+
+def test_label_names_are_sanitised_like_kube_state_metrics(http: httpx.Client,
+                                                           make_pod: PodBody) -> None:
+    http.post(PODS, json=make_pod("l", labels={"app.kubernetes.io/name": "x",
+                                               "kueue.x-k8s.io/queue-name": "q"}))
+    s = _scrape(http)
+    assert _values(s, "kube_pod_labels", pod="l", label_app_kubernetes_io_name="x",
+                   label_kueue_x_k8s_io_queue_name="q") == [1.0]
+
+
+def test_resource_units() -> None:
+    from kubeberth.apiserver.metrics import resource_unit, sanitize
+
+    assert resource_unit("cpu") == ("cpu", "core")
+    assert resource_unit("memory") == ("memory", "byte")
+    assert resource_unit("hugepages-2Mi") == ("hugepages_2Mi", "byte")
+    assert resource_unit("ephemeral-storage") == ("ephemeral_storage", "byte")
+    assert resource_unit("nvidia.com/gpu") == ("nvidia_com_gpu", "integer")
+    assert resource_unit("kubeberth.io/gpu-milli") == ("kubeberth_io_gpu_milli", "integer")
+    assert sanitize("a.b/c-d") == "a_b_c_d"
+
+
+def test_owner_and_scheduled_series(http: httpx.Client, server: EmbeddedServer) -> None:
+    http.post("/apis/apps/v1/namespaces/default/replicasets", json={
+        "metadata": {"name": "rs"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+                 "template": {"metadata": {"labels": {"a": "b"}},
+                              "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    server.settle()
+    pod = http.get(PODS).json()["items"][0]["metadata"]["name"]
+    http.post(f"{PODS}/{pod}/binding", json={"target": {"kind": "Node", "name": "cpu-a"}})
+    s = _scrape(http)
+    assert _values(s, "kube_pod_owner", pod=pod, owner_kind="ReplicaSet", owner_name="rs",
+                   owner_is_controller="true") == [1.0]
+    assert _values(s, "kube_pod_info", pod=pod, created_by_kind="ReplicaSet",
+                   created_by_name="rs") == [1.0]
+    assert _values(s, "kube_pod_status_scheduled", pod=pod, condition="true") == [1.0]

@@ -167,3 +167,50 @@ def test_table_watch_sends_columns_once(http: httpx.Client, make_pod: PodBody) -
     assert events[0]["object"]["columnDefinitions"][0]["name"] == "Name"
     assert events[1]["object"]["columnDefinitions"] == []
     assert events[1]["object"]["rows"][0]["cells"][0] == "t2"
+
+
+def test_namespaced_watch_sees_only_its_namespace(http: httpx.Client,
+                                                  make_pod: PodBody) -> None:
+    http.post("/api/v1/namespaces", json={"metadata": {"name": "team"}})
+    rv = http.get("/api/v1/pods").json()["metadata"]["resourceVersion"]
+    http.post("/api/v1/namespaces/team/pods", json=make_pod("t", namespace="team"))
+    http.post(PODS, json=make_pod("d"))
+    assert _summary(_watch(http, PODS, 1, resourceVersion=rv)) == [("ADDED", "d")]
+    everywhere = _watch(http, "/api/v1/pods", 2, resourceVersion=rv)
+    assert [(e["object"]["metadata"]["namespace"], e["type"]) for e in everywhere] == [
+        ("team", "ADDED"), ("default", "ADDED")]
+
+
+def test_watch_events_are_served_in_the_requested_version(http: httpx.Client) -> None:
+    http.post("/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
+              json={"metadata": {"name": "cq"}, "spec": {}})
+    events = _watch(http, "/apis/kueue.x-k8s.io/v1beta1/clusterqueues", 1)
+    assert events[0]["object"]["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+
+
+def test_server_stop_ends_open_watches(cluster_file: Any) -> None:
+    import threading
+
+    from kubeberth.config.manifests import load_manifests
+
+    srv = EmbeddedServer(manifests=load_manifests(cluster_file)).start()
+    ended = threading.Event()
+
+    def watch() -> None:
+        with httpx.Client(base_url=srv.url, timeout=30) as client, client.stream(
+                "GET", "/api/v1/nodes", params={"watch": "1", "resourceVersion": "1"}) as resp:
+            for _ in resp.iter_lines():
+                pass
+        ended.set()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    nodes = srv.api.nodes
+    import time
+
+    deadline = time.monotonic() + 20
+    while srv.call(lambda: srv.api.store.watcher_count(nodes)) == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    srv.stop()
+    assert ended.wait(20)

@@ -195,9 +195,14 @@ class ControllerManager:
             return
         pod = current
         if pod["metadata"].get("deletionTimestamp"):
+            if _phase(pod) in TERMINAL:
+                return  # stopped; the object waits for its finalizers
             self.api.record_event(pod, "Normal", "Killing", "Stopping container "
                                   f"{_first_container(pod)}", "kubelet", node_name)
-            self.store.remove(pods, pod)
+            if pod["metadata"].get("finalizers"):
+                self._complete(pod)  # containers exit on SIGTERM; finalizers keep the object
+            else:
+                self.store.remove(pods, pod)
             return
         if _phase(pod) != "Pending":
             return
