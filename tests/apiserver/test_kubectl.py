@@ -431,3 +431,12 @@ def test_get_pods_watch_prints_status_changes(kubectl: Kubectl, make_pod: PodBod
     assert statuses[-1] == "Completed"
     assert "Running" in statuses
     assert sum(1 for line in lines if line.startswith("NAME")) == 1
+
+
+def test_protobuf_bodies_get_a_clear_415(kubectl: Kubectl) -> None:
+    proc = kubectl("create", "deployment", "web", "--image=nginx", check=False)
+    assert proc.returncode == 1
+    assert "reads JSON and YAML bodies only, not protobuf" in proc.stderr
+    manifest = kubectl("create", "deployment", "web", "--image=nginx", "--dry-run=client",
+                       "-o", "yaml").stdout
+    assert "deployment.apps/web created" in kubectl("apply", "-f", "-", input=manifest).stdout

@@ -408,7 +408,14 @@ def _table_version(request: web.Request) -> str:
     return ""
 
 
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
 async def _body(request: web.Request) -> Any:
+    if request.content_type == PROTOBUF:
+        raise errors.ApiError(415, "UnsupportedMediaType", "kubeberth's API server reads JSON "
+                              "and YAML bodies only, not protobuf; write the object as a "
+                              "manifest and use kubectl apply -f or kubectl create -f")
     raw = await request.read()
     if not raw:
         raise errors.bad_request("the request has no body")
