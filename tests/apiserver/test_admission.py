@@ -71,12 +71,14 @@ def test_node_name_with_gates_is_invalid() -> None:
 
 def test_default_node_registers_ready_and_fills_capacity() -> None:
     node: dict[str, Any] = {"metadata": {"name": "n"}, "status": {"capacity": {"cpu": "4"}}}
-    admission.default_node(node)
+    admission.default_node(node, "t")
     assert node["status"]["allocatable"] == {"cpu": "4"}
     assert node["status"]["conditions"][0]["type"] == "Ready"
+    assert node["status"]["conditions"][0]["lastHeartbeatTime"] == "t"
+    assert node["status"]["nodeInfo"]["kubeletVersion"] == admission.KUBELET_VERSION
     keep = {"metadata": {"name": "n"}, "status": {"conditions": [
         {"type": "Ready", "status": "False"}]}}
-    admission.default_node(keep)
+    admission.default_node(keep, "t")
     assert keep["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
 
 

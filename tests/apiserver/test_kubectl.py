@@ -440,3 +440,22 @@ def test_protobuf_bodies_get_a_clear_415(kubectl: Kubectl) -> None:
     manifest = kubectl("create", "deployment", "web", "--image=nginx", "--dry-run=client",
                        "-o", "yaml").stdout
     assert "deployment.apps/web created" in kubectl("apply", "-f", "-", input=manifest).stdout
+
+
+def test_describe_node_with_its_lease_and_pods(kubectl: Kubectl, make_pod: PodBody,
+                                               server: EmbeddedServer) -> None:
+    kubectl("create", "-f", "-", input=json.dumps(make_pod("on-a", gpus=2, node="gpu-a")))
+    server.settle()
+    out = kubectl("describe", "node", "gpu-a").stdout
+    assert "Failed to get lease" not in out
+    assert re.search(r"HolderIdentity:\s+gpu-a", out)
+    assert re.search(r"Kubelet Version:\s+v1.32.0-kubeberth", out)
+    assert "Non-terminated Pods:          (1 in total)" in out
+    assert re.search(r"nvidia.com/gpu\s+2\s+0", out)
+    leases = kubectl("get", "leases", "-n", "kube-node-lease", "-o", "name").stdout.split()
+    assert leases == ["lease.coordination.k8s.io/cpu-a", "lease.coordination.k8s.io/gpu-a",
+                      "lease.coordination.k8s.io/gpu-b"]
+    kubectl("delete", "node", "gpu-b")
+    server.settle()
+    assert len(kubectl("get", "leases", "-n", "kube-node-lease", "-o", "name").stdout
+               .split()) == 2

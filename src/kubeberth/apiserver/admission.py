@@ -22,6 +22,8 @@ from kubeberth.config.manifests import DEFAULT_NAMESPACE, decode_object
 from kubeberth.config.yamlsrc import Document, Source
 
 Obj = dict[str, Any]
+# The Kubernetes version the server reports (/version) and its fake kubelets report.
+KUBELET_VERSION = "v1.32.0-kubeberth"
 _DECODED = frozenset({"Pod", "Node", "PriorityClass", "Namespace", "PodDisruptionBudget"})
 _WORKLOADS = frozenset({"Deployment", "ReplicaSet", "Job"})
 _POD_MUTABLE = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds",
@@ -202,8 +204,9 @@ def qos_class(spec: Obj) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def default_node(node: Obj) -> None:
-    """The fake kubelet registers every node Ready, with capacity and allocatable filled."""
+def default_node(node: Obj, now: str) -> None:
+    """The fake kubelet registers every node Ready, with capacity and allocatable filled and
+    its own version in ``nodeInfo``."""
     status = node.setdefault("status", {})
     if "allocatable" not in status and "capacity" in status:
         status["allocatable"] = dict(status["capacity"])
@@ -212,7 +215,16 @@ def default_node(node: Obj) -> None:
     conditions = status.setdefault("conditions", [])
     if not any(c.get("type") == "Ready" for c in conditions):
         conditions.append({"type": "Ready", "status": "True", "reason": "KubeletReady",
-                           "message": "kubelet is posting ready status (kubeberth fake kubelet)"})
+                           "message": "kubelet is posting ready status (kubeberth fake kubelet)",
+                           "lastHeartbeatTime": now, "lastTransitionTime": now})
+    info = status.setdefault("nodeInfo", {})
+    # Every NodeSystemInfo field is required in the API's schema (typed clients insist).
+    for key, value in (("kubeletVersion", KUBELET_VERSION), ("kubeProxyVersion", ""),
+                       ("containerRuntimeVersion", "kubeberth://fake"),
+                       ("operatingSystem", "linux"), ("architecture", "amd64"),
+                       ("machineID", ""), ("systemUUID", ""), ("bootID", ""),
+                       ("kernelVersion", ""), ("osImage", "")):
+        info.setdefault(key, value)
 
 
 def default_job(job: Obj) -> None:

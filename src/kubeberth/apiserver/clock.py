@@ -52,6 +52,11 @@ def rfc3339(ts: float) -> str:
 
 
 
+def rfc3339_micro(ts: float) -> str:
+    """A Kubernetes MicroTime (lease renew times)."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def parse_time(text: str) -> float | None:
     """Seconds since the epoch from an RFC 3339 timestamp, None if unparsable."""
     try:

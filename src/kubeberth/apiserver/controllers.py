@@ -29,7 +29,7 @@ import logging
 from typing import Any
 
 from kubeberth.apiserver import errors
-from kubeberth.apiserver.clock import Clock, parse_time, rfc3339
+from kubeberth.apiserver.clock import Clock, parse_time, rfc3339, rfc3339_micro
 from kubeberth.apiserver.disruption import pdb_status, pod_healthy, selector_matches
 from kubeberth.apiserver.operations import Api, set_condition
 from kubeberth.apiserver.resources import ResourceType
@@ -157,6 +157,8 @@ class ControllerManager:
                     self._reconcile(owner_kind, owner)
             self._refresh_pdbs(ns)
         elif kind == "Node" and event.type != "DELETED":
+            if event.type == "ADDED":
+                self._node_lease(obj)
             for pod in list(self.store.items(self._rt["Pod"])):
                 if (pod.get("spec") or {}).get("nodeName") == obj["metadata"]["name"]:
                     self._kubelet(pod)
@@ -185,6 +187,21 @@ class ControllerManager:
             self._job(current)
 
     # The fake kubelet.
+
+    def _node_lease(self, node: Obj) -> None:
+        """The kubelet's heartbeat Lease in kube-node-lease (renewed once: the fake kubelet
+        never goes away)."""
+        name = node["metadata"]["name"]
+        leases = self.api.registry.of_kind("coordination.k8s.io", "Lease")
+        if leases is None or self.store.get(leases, "kube-node-lease", name) is not None:
+            return
+        now = rfc3339_micro(self.clock.now())
+        self.api.create(leases, "kube-node-lease", {
+            "metadata": {"name": name, "namespace": "kube-node-lease",
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name,
+                                              "uid": node["metadata"]["uid"]}]},
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "acquireTime": now,
+                     "renewTime": now}})
 
     def _kubelet(self, pod: Obj) -> None:
         pods = self._rt["Pod"]

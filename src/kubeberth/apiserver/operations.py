@@ -74,7 +74,7 @@ class Api:
         if rt.kind == "Pod":
             admission.default_pod(obj, list(self.store.items(self.priority_classes)))
         elif rt.kind == "Node":
-            admission.default_node(obj)
+            admission.default_node(obj, rfc3339(self.store.clock.now()))
         elif rt.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
         elif rt.kind == "Event":

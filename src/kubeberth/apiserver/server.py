@@ -36,6 +36,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from kubeberth import __version__
 from kubeberth.api.errors import InputError
 from kubeberth.apiserver import errors
+from kubeberth.apiserver.admission import KUBELET_VERSION
 from kubeberth.apiserver.clock import Clock, ManualClock, SystemClock
 from kubeberth.apiserver.controllers import ControllerManager
 from kubeberth.apiserver.metrics import registry_for
@@ -126,7 +127,8 @@ class Cluster:
                                                    f"Internal error occurred: {err!r}"))
 
     async def _version(self, _request: web.Request) -> web.Response:
-        return _json({"major": "1", "minor": "32", "gitVersion": f"v1.32.0-kubeberth.{__version__}",
+        return _json({"major": "1", "minor": "32",
+                      "gitVersion": f"{KUBELET_VERSION}.{__version__}",
                       "gitCommit": "", "gitTreeState": "clean", "buildDate": "",
                       "goVersion": "", "compiler": "kubeberth", "platform": "linux/amd64"})
 
