@@ -164,3 +164,12 @@ def test_version_rewrite_between_served_versions(http: httpx.Client) -> None:
     assert (v1["apiVersion"], v2["apiVersion"]) == ("kueue.x-k8s.io/v1beta1",
                                                     "kueue.x-k8s.io/v1beta2")
     assert v1["spec"] == v2["spec"]
+
+
+def test_failed_start_leaves_a_stoppable_server() -> None:
+    with EmbeddedServer() as first:
+        second = EmbeddedServer(port=first.port)
+        with pytest.raises(InputError, match="cannot listen"):
+            second.start()
+        second.stop()  # returns at once: nothing is running
+        assert second.call(lambda: "here") == "here"

@@ -563,10 +563,14 @@ class EmbeddedServer:
         self._thread.start()
         try:
             ready.result(timeout=30)
-        except OSError as err:
+        except BaseException as err:
             self._thread.join(timeout=5)
-            raise InputError(f"cannot listen on {self.host}:{self.port}: {err.strerror}",
-                             field="--port", expected="a free port") from None
+            loop.close()
+            self._loop = None
+            if isinstance(err, OSError):
+                raise InputError(f"cannot listen on {self.host}:{self.port}: {err.strerror}",
+                                 field="--port", expected="a free port") from None
+            raise
         return self
 
     async def _start(self) -> None:
@@ -576,11 +580,12 @@ class EmbeddedServer:
                                      handler_cancellation=True, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl)
-        await site.start()
-        server = site._server
-        if server is not None and self.port == 0:
-            sockets = getattr(server, "sockets", None) or []
-            self.port = int(sockets[0].getsockname()[1])
+        try:
+            await site.start()
+        except BaseException:
+            await self._stop()
+            raise
+        self.port = int(self._runner.addresses[0][1])
         self.cluster.address = f"{self.host}:{self.port}"
 
     def stop(self) -> None:
