@@ -459,3 +459,47 @@ def test_describe_node_with_its_lease_and_pods(kubectl: Kubectl, make_pod: PodBo
     server.settle()
     assert len(kubectl("get", "leases", "-n", "kube-node-lease", "-o", "name").stdout
                .split()) == 2
+
+
+def test_kubectl_patch_all_three_types(kubectl: Kubectl, make_pod: PodBody) -> None:
+    kubectl("create", "-f", "-", input=json.dumps(make_pod("pt")))
+    kubectl("patch", "pod", "pt", "-p", '{"metadata":{"labels":{"s":"1"}}}')
+    kubectl("patch", "pod", "pt", "--type=merge", "-p", '{"metadata":{"labels":{"m":"2"}}}')
+    kubectl("patch", "pod", "pt", "--type=json", "-p",
+            '[{"op":"add","path":"/metadata/labels/j","value":"3"}]')
+    labels = json.loads(kubectl("get", "pod", "pt", "-o", "jsonpath={.metadata.labels}").stdout)
+    assert labels == {"s": "1", "m": "2", "j": "3"}
+    proc = kubectl("patch", "pod", "pt", "--type=json", "-p",
+                   '[{"op":"test","path":"/metadata/labels/s","value":"9"}]', check=False)
+    assert proc.returncode == 1
+    assert "testing value /metadata/labels/s failed" in proc.stderr
+
+
+def test_apply_new_image_rolls_the_deployment(kubectl: Kubectl, server: EmbeddedServer,
+                                              tmp_path: Path) -> None:
+    path = tmp_path / "deploy.yaml"
+    manifest = WORKLOAD.split("---")[2]
+    path.write_text(manifest)
+    kubectl("apply", "-f", str(path))
+    server.settle()
+    path.write_text(manifest.replace("image: nginx", "image: nginx:2"))
+    assert "deployment.apps/web configured" in kubectl("apply", "-f", str(path)).stdout
+    server.settle()
+    images = kubectl("get", "pods", "-l", "app=web", "-o",
+                     "jsonpath={.items[*].spec.containers[0].image}").stdout.split()
+    assert images == ["nginx:2", "nginx:2"]
+    assert len(kubectl("get", "rs", "-o", "name").stdout.split()) == 2
+    assert "deployment.apps \"web\" deleted" in kubectl("delete", "-f", str(path)).stdout
+    server.settle()
+    assert kubectl("get", "rs,pods", "-o", "name").stdout.split() == []
+
+
+def test_unknown_resource_type_and_raw_metrics(kubectl: Kubectl) -> None:
+    proc = kubectl("get", "services", check=False)
+    assert proc.returncode == 1
+    assert 'the server doesn\'t have a resource type "services"' in proc.stderr
+    raw = kubectl("get", "--raw", "/metrics").stdout
+    assert 'kube_node_status_allocatable{node="gpu-a",resource="nvidia_com_gpu",' \
+           'unit="integer"} 4.0' in raw
+    assert json.loads(kubectl("get", "--raw", "/version").stdout)["major"] == "1"
+    assert "v1.32.0-kubeberth" in kubectl("version").stdout
