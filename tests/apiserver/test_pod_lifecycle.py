@@ -244,3 +244,30 @@ def test_wall_clock_kubelet_completes_pods(make_pod: PodBody) -> None:
             time.sleep(0.02)
         with pytest.raises(RuntimeError, match="ManualClock"):
             srv.advance(1)
+
+
+def _unready(http: httpx.Client, name: str) -> None:
+    pod = http.get(f"{PODS}/{name}").json()
+    for cond in pod["status"]["conditions"]:
+        if cond["type"] == "Ready":
+            cond["status"] = "False"
+    assert http.put(f"{PODS}/{name}/status", json=pod).status_code == 200
+
+
+@pytest.mark.parametrize(("policy", "healthy_pods", "code"), [
+    (None, 2, 201),             # IfHealthyBudget: the budget still has its healthy pods
+    (None, 1, 429),             # ... and not when it is short
+    ("AlwaysAllow", 1, 201),    # unhealthy pods may always go
+    ("IfHealthyBudget", 1, 429),
+])
+def test_unhealthy_pod_eviction_policy(http: httpx.Client, make_pod: PodBody,
+                                       server: EmbeddedServer, policy: str | None,
+                                       healthy_pods: int, code: int) -> None:
+    _running(http, make_pod, server, ["sick", *[f"ok{i}" for i in range(healthy_pods)]])
+    spec: dict[str, Any] = {"minAvailable": 2}
+    if policy:
+        spec["unhealthyPodEvictionPolicy"] = policy
+    _pdb(http, **spec)
+    _unready(http, "sick")
+    server.settle()
+    assert _evict(http, "sick").status_code == code

@@ -277,18 +277,18 @@ class Api:
                 raise errors.ApiError(500, "InternalError", "This pod has more than one "
                                       "PodDisruptionBudget, which the eviction subresource "
                                       "does not support.")
-            if pdbs:
-                status = pdb_status(pdbs[0], pods)
-                if status["disruptionsAllowed"] <= 0:
-                    pdb_name = pdbs[0]["metadata"]["name"]
-                    raise errors.ApiError(
-                        429, "TooManyRequests",
-                        "Cannot evict pod as it would violate the pod's disruption budget.",
-                        details={"causes": [{
-                            "reason": "DisruptionBudget",
-                            "message": f"The disruption budget {pdb_name} needs "
-                                       f"{status['desiredHealthy']} healthy pods and has "
-                                       f"{status['currentHealthy']} currently"}]})
+            status = pdb_status(pdbs[0], pods) if pdbs else None
+            if (status is not None and not _unhealthy_may_go(pod, pdbs[0], status)
+                    and status["disruptionsAllowed"] <= 0):
+                pdb_name = pdbs[0]["metadata"]["name"]
+                raise errors.ApiError(
+                    429, "TooManyRequests",
+                    "Cannot evict pod as it would violate the pod's disruption budget.",
+                    details={"causes": [{
+                        "reason": "DisruptionBudget",
+                        "message": f"The disruption budget {pdb_name} needs "
+                                   f"{status['desiredHealthy']} healthy pods and has "
+                                   f"{status['currentHealthy']} currently"}]})
         self.delete(self.pods, namespace, name, options)
         return _success(201)
 
@@ -362,6 +362,20 @@ def _apply_patch(old: Obj, content_type: str, body: bytes) -> Obj:
     if not isinstance(result, dict):
         raise errors.bad_request("the patch does not leave an object")
     return result
+
+
+def _unhealthy_may_go(pod: Obj, pdb: Obj, status: Obj) -> bool:
+    """Upstream's unhealthyPodEvictionPolicy: a pod that is not Ready may be evicted whatever
+    the budget with AlwaysAllow, and with IfHealthyBudget (the default) while the budget has
+    its desired healthy pods."""
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                for c in (pod.get("status") or {}).get("conditions") or [])
+    if ready:
+        return False
+    if (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy") == "AlwaysAllow":
+        return True
+    return bool(status["desiredHealthy"] > 0
+                and status["currentHealthy"] >= status["desiredHealthy"])
 
 
 def _object_patch(data: Any) -> dict[str, Any]:

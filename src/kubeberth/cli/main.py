@@ -21,6 +21,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kubeberth import __version__
 from kubeberth.api.errors import InputError
+from kubeberth.cli.serve import serve
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.config.types import SchedulerConfiguration
@@ -160,9 +161,7 @@ def version() -> None:
     console.print(__version__)
 
 
-from kubeberth.cli.serve import serve  # noqa: E402 - each command module registers here
-
-app.command()(serve)
+app.command("serve")(serve)
 
 
 def main() -> None:
