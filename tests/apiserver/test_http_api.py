@@ -439,3 +439,26 @@ def test_running_pod_with_finalizer_stops_then_waits(http: httpx.Client, make_po
     _patch(http, f"{PODS}/fin", [{"op": "remove", "path": "/metadata/finalizers"}],
            "json-patch+json")
     _status(http.get(f"{PODS}/fin"), 404, "NotFound")
+
+
+def test_every_manifest_kind_with_an_api_is_served(http: httpx.Client) -> None:
+    """Each apiVersion/kind the manifest loader knows is served, except configuration kinds."""
+    from kubeberth.config.manifests import KNOWN_KINDS
+
+    not_api_objects = {"KubeSchedulerConfiguration", "DeschedulerPolicy", "Configuration",
+                       "StatefulSet"}
+    served: set[tuple[str, str]] = set()
+    groups = [""] + [g["name"] for g in http.get("/apis").json()["groups"]]
+    for group in groups:
+        versions = ["v1"] if not group else [
+            v["version"] for v in http.get(f"/apis/{group}").json()["versions"]]
+        for version in versions:
+            path = f"/apis/{group}/{version}" if group else "/api/v1"
+            gv = f"{group}/{version}" if group else version
+            for r in http.get(path).json()["resources"]:
+                served.add((gv, r["kind"]))
+    for kind, versions in KNOWN_KINDS.items():
+        if kind in not_api_objects:
+            continue
+        for api_version in versions:
+            assert (api_version, kind) in served, (api_version, kind)

@@ -92,8 +92,9 @@ RESOURCES: tuple[ResourceType, ...] = (
                  False),
     ResourceType(_KUEUE, _KUEUE_VERSIONS, "admissionchecks", "AdmissionCheck", False, (),
                  ("status",)),
-    ResourceType(_KUEUE, ("v1beta2",), "cohorts", "Cohort", False, (), ("status",)),
-    ResourceType(_KUEUE, ("v1beta2",), "topologies", "Topology", False),
+    ResourceType(_KUEUE, ("v1beta2", "v1beta1", "v1alpha1"), "cohorts", "Cohort", False, (),
+                 ("status",)),
+    ResourceType(_KUEUE, ("v1beta2", "v1alpha1"), "topologies", "Topology", False),
 )
 
 
