@@ -117,7 +117,7 @@ def test_method_and_name_errors(http: httpx.Client, make_pod: PodBody) -> None:
     assert "does not match the name on the URL" in resp.json()["message"]
     assert http.post(PODS, content=b"", headers={"Content-Type": "application/json"}) \
         .status_code == 400
-    assert http.post(PODS, json=make_pod("d"), params={"dryRun": "All"}).status_code == 400
+    assert http.post(PODS, json=make_pod("d"), params={"dryRun": "Bad"}).status_code == 400
     assert http.get(PODS, params={"limit": "many"}).status_code == 400
 
 

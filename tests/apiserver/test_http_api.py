@@ -462,3 +462,58 @@ def test_every_manifest_kind_with_an_api_is_served(http: httpx.Client) -> None:
             continue
         for api_version in versions:
             assert (api_version, kind) in served, (api_version, kind)
+
+
+# Server-side dry run.
+
+def test_dry_run_create_update_patch_delete_change_nothing(http: httpx.Client,
+                                                          make_pod: PodBody,
+                                                          server: EmbeddedServer) -> None:
+    before = http.get(PODS).json()["metadata"]["resourceVersion"]
+    preview = http.post(PODS, json=make_pod("dry"), params={"dryRun": "All"})
+    assert preview.status_code == 201
+    assert preview.json()["status"]["phase"] == "Pending"
+    assert preview.json()["metadata"]["uid"]
+    _status(http.get(f"{PODS}/dry"), 404, "NotFound")
+    _status(http.post(PODS, json=make_pod("bad", labels={"x": "y"}) | {"kind": "Node"},
+                      params={"dryRun": "All"}), 400, "BadRequest")
+    pod = http.post(PODS, json=make_pod("real", node="gpu-a")).json()
+    server.settle()
+    pod = http.get(f"{PODS}/real").json()
+    settled = http.get(PODS).json()["metadata"]["resourceVersion"]
+    pod["metadata"]["labels"] = {"new": "1"}
+    assert http.put(f"{PODS}/real", json=pod, params={"dryRun": "All"}).json()["metadata"][
+        "labels"] == {"new": "1"}
+    patched = _patch(http, f"{PODS}/real?dryRun=All", {"metadata": {"labels": {"p": "1"}}},
+                     "merge-patch+json").json()
+    assert patched["metadata"]["labels"] == {"p": "1"}
+    deleting = http.delete(f"{PODS}/real", params={"dryRun": "All"}).json()
+    assert deleting["metadata"]["deletionTimestamp"]
+    current = http.get(f"{PODS}/real").json()
+    assert current["metadata"].get("labels") == {}
+    assert "deletionTimestamp" not in current["metadata"]
+    assert int(settled) > int(before)
+    assert http.get(PODS).json()["metadata"]["resourceVersion"] == settled  # nothing written
+
+
+def test_dry_run_eviction_checks_the_budget_only(http: httpx.Client, make_pod: PodBody,
+                                                 server: EmbeddedServer) -> None:
+    http.post(PODS, json=make_pod("e", labels={"app": "t"}, node="gpu-a"))
+    server.settle()
+    body = {"metadata": {"name": "e"}, "deleteOptions": {"dryRun": ["All"]}}
+    assert http.post(f"{PODS}/e/eviction", json=body).status_code == 201
+    assert http.get(f"{PODS}/e").status_code == 200
+    http.post("/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+              json={"metadata": {"name": "b"},
+                    "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "t"}}}})
+    assert http.post(f"{PODS}/e/eviction", json=body).status_code == 429
+
+
+def test_dry_run_values_and_unsupported_places(http: httpx.Client, make_pod: PodBody) -> None:
+    err = _status(http.post(PODS, json=make_pod("x"), params={"dryRun": "Some"}), 400,
+                  "BadRequest")
+    assert 'supported values: "All"' in err["message"]
+    http.post(PODS, json=make_pod("x"))
+    _status(http.post(f"{PODS}/x/binding", params={"dryRun": "All"},
+                      json={"target": {"name": "gpu-a"}}), 400, "BadRequest")
+    assert "nodeName" not in http.get(f"{PODS}/x").json()["spec"]

@@ -503,3 +503,15 @@ def test_unknown_resource_type_and_raw_metrics(kubectl: Kubectl) -> None:
            'unit="integer"} 4.0' in raw
     assert json.loads(kubectl("get", "--raw", "/version").stdout)["major"] == "1"
     assert "v1.32.0-kubeberth" in kubectl("version").stdout
+
+
+def test_server_side_dry_run(kubectl: Kubectl, tmp_path: Path) -> None:
+    path = tmp_path / "workload.yaml"
+    path.write_text(WORKLOAD)
+    out = kubectl("apply", "--dry-run=server", "-f", str(path)).stdout
+    assert "pod/trainer created (server dry run)" in out
+    assert kubectl("get", "pods", "-o", "name").stdout.strip() == ""
+    kubectl("apply", "-f", str(path))
+    assert 'pod "trainer" deleted (server dry run)' in kubectl(
+        "delete", "pod", "trainer", "--dry-run=server").stdout
+    assert kubectl("get", "pod", "trainer", "-o", "name").stdout.strip() == "pod/trainer"

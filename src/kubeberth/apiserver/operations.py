@@ -59,7 +59,8 @@ class Api:
 
     # Create and read.
 
-    def create(self, rt: ResourceType, namespace: str, body: Any, version: str = "") -> Obj:
+    def create(self, rt: ResourceType, namespace: str, body: Any, version: str = "", *,
+               dry_run: bool = False) -> Obj:
         obj = admission.check_body(rt, copy.deepcopy(body), version or rt.versions[0],
                                    namespace)
         ns = obj["metadata"].get("namespace", "")
@@ -80,11 +81,11 @@ class Api:
         elif rt.kind == "Event":
             _default_event(obj, rfc3339(self.store.clock.now()))
         if rt.kind == "Job":
-            stored = self.store.insert(rt, obj)
+            stored = self.store.insert(rt, obj, dry_run=dry_run)
             new = copy.deepcopy(stored)
             admission.default_job(new)
-            return self.store.replace(rt, new, stored)
-        return self.store.insert(rt, obj)
+            return new if dry_run else self.store.replace(rt, new, stored)
+        return self.store.insert(rt, obj, dry_run=dry_run)
 
     def get(self, rt: ResourceType, namespace: str, name: str) -> Obj:
         return self.store.must_get(rt, namespace, name)
@@ -123,7 +124,7 @@ class Api:
     # Update and patch.
 
     def update(self, rt: ResourceType, namespace: str, name: str, body: Any,
-               subresource: str = "", version: str = "") -> Obj:
+               subresource: str = "", version: str = "", *, dry_run: bool = False) -> Obj:
         old = self.store.must_get(rt, namespace, name)
         new = admission.check_body(rt, copy.deepcopy(body), version or rt.versions[0],
                                    namespace)
@@ -131,9 +132,10 @@ class Api:
             raise errors.bad_request(f"the name of the object ({new['metadata']['name']}) does "
                                      f"not match the name on the URL ({name})")
         new["metadata"]["name"] = name
-        return self._write(rt, old, new, subresource)
+        return self._write(rt, old, new, subresource, dry_run=dry_run)
 
-    def _write(self, rt: ResourceType, old: Obj, new: Obj, subresource: str) -> Obj:
+    def _write(self, rt: ResourceType, old: Obj, new: Obj, subresource: str, *,
+               dry_run: bool = False) -> Obj:
         name = old["metadata"]["name"]
         want = new["metadata"].get("resourceVersion")
         if want and str(want) != old["metadata"]["resourceVersion"]:
@@ -156,21 +158,23 @@ class Api:
             admission.validate(rt, new)
             if rt.kind == "Pod":
                 admission.check_pod_update(name, old, new)
-        stored = self.store.replace(rt, new, old)
+        stored = self.store.replace(rt, new, old, dry_run=dry_run)
         meta = stored["metadata"]
+        if dry_run:
+            return stored
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and (
                 rt.kind != "Pod" or not _pod_running_on_node(stored)):
             return self.store.remove(rt, stored)
         return stored
 
     def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str,
-              body: bytes, subresource: str = "") -> Obj:
+              body: bytes, subresource: str = "", *, dry_run: bool = False) -> Obj:
         old = self.store.must_get(rt, namespace, name)
         result = _apply_patch(old, content_type, body)
         new = admission.check_body(rt, copy.deepcopy(result), rt.api_version().rpartition("/")[2],
                                    namespace)
         new["metadata"]["name"] = name
-        return self._write(rt, old, new, subresource)
+        return self._write(rt, old, new, subresource, dry_run=dry_run)
 
     def patch_scale(self, rt: ResourceType, namespace: str, name: str, content_type: str,
                     body: bytes) -> Obj:
@@ -185,6 +189,7 @@ class Api:
                options: dict[str, Any] | None = None) -> Obj:
         obj = self.store.must_get(rt, namespace, name)
         opts = options or {}
+        dry_run = bool(opts.get("dryRun"))
         pre = opts.get("preconditions") or {}
         meta = obj["metadata"]
         if pre.get("uid") and pre["uid"] != meta.get("uid"):
@@ -195,6 +200,8 @@ class Api:
             raise errors.conflict(rt.plural, name, rt.group, "Precondition failed: "
                                   f"ResourceVersion in precondition: {pre['resourceVersion']}, "
                                   f"ResourceVersion in object meta: {meta['resourceVersion']}")
+        if dry_run:
+            return self._delete_preview(rt, obj, opts)
         if opts.get("propagationPolicy") == "Orphan":
             self._orphan(obj)
         if rt.kind == "Pod":
@@ -208,6 +215,17 @@ class Api:
         if rt.kind == "Namespace":
             self._empty_namespace(name)
         return self.store.remove(rt, obj)
+
+    def _delete_preview(self, rt: ResourceType, obj: Obj, opts: dict[str, Any]) -> Obj:
+        """What a delete would return, changing nothing (dryRun)."""
+        grace = 0
+        if rt.kind == "Pod" and _pod_running_on_node(obj):
+            grace = int(opts.get("gracePeriodSeconds",
+                                 (obj.get("spec") or {}).get("terminationGracePeriodSeconds",
+                                                             30)))
+        if grace > 0 or obj["metadata"].get("finalizers"):
+            return self.store.mark_deleting(rt, obj, grace, dry_run=True)
+        return obj
 
     def delete_collection(self, rt: ResourceType, namespace: str, label_selector: str,
                           field_selector: str, options: dict[str, Any] | None) -> list[Obj]:
@@ -263,10 +281,12 @@ class Api:
         self.store.replace(self.pods, new, pod)
         return _success(201)
 
-    def evict(self, namespace: str, name: str, body: Any) -> Obj:
+    def evict(self, namespace: str, name: str, body: Any, *, dry_run: bool = False) -> Obj:
         """POST pods/<name>/eviction: delete unless a PodDisruptionBudget forbids it (429)."""
         pod = self.store.must_get(self.pods, namespace, name)
-        options = (body or {}).get("deleteOptions") if isinstance(body, dict) else None
+        options = dict(((body or {}).get("deleteOptions") if isinstance(body, dict) else None)
+                       or {})
+        options["dryRun"] = dry_run
         phase = (pod.get("status") or {}).get("phase")
         if phase not in ("Succeeded", "Failed", "Pending") and \
                 not pod["metadata"].get("deletionTimestamp"):

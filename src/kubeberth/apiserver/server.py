@@ -209,30 +209,37 @@ class Cluster:
             return self._one(request, rt, version, self.api.get(rt, namespace, name))
         if method == "POST":
             body = await _body(request)
+            dry_run = _dry_run(request.query.getall("dryRun", []))
             if sub == "binding":
+                _no_dry_run(dry_run, "binding")
                 return _json(self.api.bind(namespace, name, body), 201)
             if sub == "eviction":
-                return _json(self.api.evict(namespace, name, body), 201)
+                options = (body.get("deleteOptions") if isinstance(body, dict) else None) or {}
+                listed = options.get("dryRun") or []
+                dry_run = _dry_run(listed if isinstance(listed, list) else [listed]) or dry_run
+                return _json(self.api.evict(namespace, name, body, dry_run=dry_run), 201)
             if name:
                 raise errors.method_not_allowed("POST is not allowed on a named object; use "
                                                 "PUT or PATCH")
-            self._dry_run_unsupported(request)
-            created = self.api.create(rt, namespace, body, version)
+            created = self.api.create(rt, namespace, body, version, dry_run=dry_run)
             return self._one(request, rt, version, created, 201)
         if method == "PUT" and name:
             body = await _body(request)
-            self._dry_run_unsupported(request)
+            dry_run = _dry_run(request.query.getall("dryRun", []))
             if sub == "scale":
+                _no_dry_run(dry_run, "scale")
                 return _json(self.api.update_scale(rt, namespace, name, body))
             return self._one(request, rt, version,
-                             self.api.update(rt, namespace, name, body, sub, version))
+                             self.api.update(rt, namespace, name, body, sub, version,
+                                             dry_run=dry_run))
         if method == "PATCH" and name:
-            self._dry_run_unsupported(request)
+            dry_run = _dry_run(request.query.getall("dryRun", []))
             if sub == "scale":
+                _no_dry_run(dry_run, "scale")
                 return _json(self.api.patch_scale(rt, namespace, name, request.content_type,
                                                   await request.read()))
             patched = self.api.patch(rt, namespace, name, request.content_type,
-                                     await request.read(), sub)
+                                     await request.read(), sub, dry_run=dry_run)
             return self._one(request, rt, version, patched)
         if method == "DELETE":
             options = await _delete_options(request)
@@ -243,10 +250,6 @@ class Cluster:
             return self._one(request, rt, version, self.api.delete(rt, namespace, name,
                                                                    options))
         raise errors.method_not_allowed(f"{method} is not supported on this path")
-
-    def _dry_run_unsupported(self, request: web.Request) -> None:
-        if request.query.get("dryRun"):
-            raise errors.bad_request("dryRun is not supported by kubeberth's API server")
 
     def _one(self, request: web.Request, rt: ResourceType, version: str, obj: Obj,
              status: int = 200) -> web.Response:
@@ -444,9 +447,24 @@ async def _delete_options(request: web.Request) -> dict[str, Any]:
         options["gracePeriodSeconds"] = _int_param(q, "gracePeriodSeconds")
     if "propagationPolicy" in q:
         options["propagationPolicy"] = q["propagationPolicy"]
-    if options.get("dryRun"):
-        raise errors.bad_request("dryRun is not supported by kubeberth's API server")
+    dry = options.get("dryRun") or q.getall("dryRun", [])
+    options["dryRun"] = _dry_run(dry if isinstance(dry, list) else [dry])
     return options
+
+
+def _dry_run(values: list[Any]) -> bool:
+    """``dryRun=All`` (the only value upstream accepts) or nothing."""
+    for value in values:
+        if value != "All":
+            raise errors.bad_request(f'dryRun: Unsupported value: "{value}": supported '
+                                     'values: "All"')
+    return bool(values)
+
+
+def _no_dry_run(dry_run: bool, what: str) -> None:
+    if dry_run:
+        raise errors.bad_request(f"dryRun is not supported on {what} by kubeberth's API "
+                                 "server")
 
 
 def _as_version(obj: Obj, rt: ResourceType, version: str) -> Obj:

@@ -139,8 +139,9 @@ class Store:
             chars.append(_SUFFIX_ALPHABET[idx])
         return prefix + "".join(chars)
 
-    def insert(self, rt: ResourceType, obj: Obj) -> Obj:
-        """Store a new, already validated object: name, uid, timestamps and version are set."""
+    def insert(self, rt: ResourceType, obj: Obj, *, dry_run: bool = False) -> Obj:
+        """Store a new, already validated object: name, uid, timestamps and version are set.
+        ``dry_run`` returns what would be stored and stores nothing."""
         meta = obj.setdefault("metadata", {})
         if not meta.get("name"):
             prefix = meta.get("generateName") or ""
@@ -171,10 +172,11 @@ class Store:
             meta.pop(drop, None)
         obj["apiVersion"] = rt.api_version(_version_of(obj, rt))
         obj["kind"] = rt.kind
-        self._commit(rt, "ADDED", obj, None)
+        if not dry_run:
+            self._commit(rt, "ADDED", obj, None)
         return obj
 
-    def replace(self, rt: ResourceType, obj: Obj, old: Obj) -> Obj:
+    def replace(self, rt: ResourceType, obj: Obj, old: Obj, *, dry_run: bool = False) -> Obj:
         """Store a new version of ``old`` (the caller checked preconditions and validity)."""
         meta = obj.setdefault("metadata", {})
         old_meta = old.get("metadata") or {}
@@ -193,16 +195,19 @@ class Store:
         meta["resourceVersion"] = old_meta.get("resourceVersion")
         if obj == old:
             return old  # a no-op write keeps its resourceVersion, as upstream
-        self._commit(rt, "MODIFIED", obj, old)
+        if not dry_run:
+            self._commit(rt, "MODIFIED", obj, old)
         return obj
 
-    def mark_deleting(self, rt: ResourceType, obj: Obj, grace: int) -> Obj:
+    def mark_deleting(self, rt: ResourceType, obj: Obj, grace: int, *,
+                      dry_run: bool = False) -> Obj:
         new = copy.deepcopy(obj)
         meta = new["metadata"]
         if not meta.get("deletionTimestamp"):
             meta["deletionTimestamp"] = rfc3339(self.clock.now() + grace)
             meta["deletionGracePeriodSeconds"] = grace
-            self._commit(rt, "MODIFIED", new, obj)
+            if not dry_run:
+                self._commit(rt, "MODIFIED", new, obj)
             return new
         return obj
 
