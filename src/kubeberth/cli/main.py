@@ -25,6 +25,7 @@ from kubeberth.cli.admit import admit_command
 from kubeberth.cli.deschedule import deschedule
 from kubeberth.cli.extender import extender_command
 from kubeberth.cli.report import report_app
+from kubeberth.cli.serve import serve
 from kubeberth.cli.spill import SpillConfigOpt, spill_app, spill_config
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
@@ -220,6 +221,9 @@ app.add_typer(report_app, name="report")
 def version() -> None:
     """Print the kubeberth version."""
     console.print(__version__)
+
+
+app.command("serve")(serve)
 
 
 def main() -> None:

@@ -298,3 +298,27 @@ def _pdb(doc: Document) -> PodDisruptionBudget:
 
 def _is_percent(value: str) -> bool:
     return _PERCENT.fullmatch(value) is not None and int(value[:-1]) <= 100
+
+
+def decode_object(
+    doc: Document,
+) -> Node | Pod | PriorityClass | Namespace | PodDisruptionBudget | None:
+    """Validate one object as :func:`load_manifests` does (kind, apiVersion, fields, quantities).
+
+    Returns the typed object for the kinds decoded here and None for the kinds kept raw; the
+    embedded API server uses it to answer a bad object with the same words as the CLI.
+    """
+    kind = _check_kind(doc)
+    if kind == "Pod":
+        return _pod(doc)
+    if kind == "Node":
+        return _node(doc)
+    if kind == "PriorityClass":
+        return _priority_class(doc)
+    if kind == "PodDisruptionBudget":
+        return _pdb(doc)
+    if kind == "Namespace":
+        ns = convert(doc, Namespace)
+        _require_name(doc, ns.metadata)
+        return ns
+    return None

@@ -1,0 +1,165 @@
+"""Defaulting, validation and the pod-update rules, without HTTP."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kubeberth.apiserver import admission
+from kubeberth.apiserver.disruption import pdb_status, pod_healthy, selector_matches
+from kubeberth.apiserver.errors import ApiError
+from kubeberth.apiserver.resources import Registry, ResourceType
+
+
+def _rt(group: str, version: str, plural: str) -> ResourceType:
+    rt = Registry().by_path(group, version, plural)
+    assert rt is not None
+    return rt
+
+
+def _pod(**spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "i"}], **spec}}
+
+
+@pytest.mark.parametrize(("resources", "qos"), [
+    ({}, "BestEffort"),
+    ({"requests": {"nvidia.com/gpu": "1"}}, "BestEffort"),
+    ({"requests": {"cpu": "1"}}, "Burstable"),
+    ({"limits": {"cpu": "1", "memory": "1Gi"}}, "Guaranteed"),
+    ({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+     "Guaranteed"),
+    ({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+     "Burstable"),
+])
+def test_qos_class(resources: dict[str, Any], qos: str) -> None:
+    assert admission.qos_class({"containers": [{"resources": resources}]}) == qos
+
+
+def test_default_pod_with_global_default_priority_class() -> None:
+    pod = _pod()
+    classes = [{"metadata": {"name": "low"}, "value": 10},
+               {"metadata": {"name": "base"}, "value": 100, "globalDefault": True,
+                "preemptionPolicy": "Never"}]
+    admission.default_pod(pod, classes)
+    assert pod["spec"]["priority"] == 100
+    assert pod["spec"]["priorityClassName"] == "base"
+    assert pod["spec"]["preemptionPolicy"] == "Never"
+    assert pod["spec"]["restartPolicy"] == "Always"
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 30
+    assert pod["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
+
+
+def test_explicit_priority_must_match_the_class() -> None:
+    pod = _pod(priorityClassName="low", priority=5)
+    with pytest.raises(ApiError) as err:
+        admission.default_pod(pod, [{"metadata": {"name": "low"}, "value": 10}])
+    assert err.value.code == 403
+    assert "computed 10" in err.value.message
+    pod = _pod(priority=0)
+    admission.default_pod(pod, [])
+    assert pod["spec"]["priority"] == 0
+
+
+def test_node_name_with_gates_is_invalid() -> None:
+    with pytest.raises(ApiError) as err:
+        admission.default_pod(_pod(nodeName="n", schedulingGates=[{"name": "g"}]), [])
+    assert err.value.code == 422
+
+
+def test_default_node_registers_ready_and_fills_capacity() -> None:
+    node: dict[str, Any] = {"metadata": {"name": "n"}, "status": {"capacity": {"cpu": "4"}}}
+    admission.default_node(node, "t")
+    assert node["status"]["allocatable"] == {"cpu": "4"}
+    assert node["status"]["conditions"][0]["type"] == "Ready"
+    assert node["status"]["conditions"][0]["lastHeartbeatTime"] == "t"
+    assert node["status"]["nodeInfo"]["kubeletVersion"] == admission.KUBELET_VERSION
+    keep = {"metadata": {"name": "n"}, "status": {"conditions": [
+        {"type": "Ready", "status": "False"}]}}
+    admission.default_node(keep, "t")
+    assert keep["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
+
+
+def test_default_job_parallel_work_queue() -> None:
+    job = {"metadata": {"name": "j", "uid": "u"},
+           "spec": {"parallelism": 3, "template": {"metadata": {}, "spec": {}}}}
+    admission.default_job(job)
+    assert "completions" not in job["spec"]
+    assert job["spec"]["template"]["metadata"]["labels"]["job-name"] == "j"
+    manual = {"metadata": {"name": "j", "uid": "u"},
+              "spec": {"manualSelector": True, "selector": {"matchLabels": {"a": "b"}},
+                       "template": {"metadata": {"labels": {"a": "b"}}, "spec": {}}}}
+    admission.default_job(manual)
+    assert manual["spec"]["selector"] == {"matchLabels": {"a": "b"}}
+    assert manual["spec"]["completions"] == 1
+
+
+def test_check_body_fills_kind_and_namespace() -> None:
+    pods = _rt("", "v1", "pods")
+    body = admission.check_body(pods, {"metadata": {"name": "x"}}, "v1", "team")
+    assert (body["apiVersion"], body["kind"], body["metadata"]["namespace"]) == (
+        "v1", "Pod", "team")
+    with pytest.raises(ApiError):
+        admission.check_body(pods, [], "v1", "team")
+    with pytest.raises(ApiError):
+        admission.check_body(pods, {"metadata": "x"}, "v1", "team")
+
+
+def test_validate_uses_the_manifest_rules() -> None:
+    pcs = _rt("scheduling.k8s.io", "v1", "priorityclasses")
+    body = admission.check_body(pcs, {"metadata": {"name": "huge"}, "value": 2_000_000_000},
+                                "v1", "")
+    with pytest.raises(ApiError) as err:
+        admission.validate(pcs, body)
+    assert err.value.code == 422
+    assert err.value.details is not None
+    assert err.value.details["causes"][0]["field"] == "value"
+    cms = _rt("", "v1", "configmaps")
+    admission.validate(cms, {"metadata": {"name": "c", "namespace": "d"}, "data": {"x": 1}})
+
+
+def test_pod_update_rules() -> None:
+    old = _pod(tolerations=[], schedulingGates=[{"name": "a"}])
+    new = copy.deepcopy(old)
+    new["spec"]["containers"][0]["image"] = "j"
+    new["spec"]["tolerations"] = [{"operator": "Exists"}]
+    new["spec"]["schedulingGates"] = []
+    new["spec"]["activeDeadlineSeconds"] = 5
+    admission.check_pod_update("p", old, new)
+    bad = copy.deepcopy(old)
+    bad["spec"]["containers"][0]["name"] = "renamed"
+    with pytest.raises(ApiError, match=r"changed: containers"):
+        admission.check_pod_update("p", old, bad)
+
+
+def test_selector_matching_and_health() -> None:
+    sel = {"matchLabels": {"a": "1"}, "matchExpressions": [
+        {"key": "b", "operator": "In", "values": ["x", "y"]},
+        {"key": "c", "operator": "DoesNotExist"}]}
+    assert selector_matches(sel, {"a": "1", "b": "y"})
+    assert not selector_matches(sel, {"a": "1", "b": "z"})
+    assert not selector_matches(sel, {"a": "1", "b": "x", "c": ""})
+    assert selector_matches({}, {})
+    assert not selector_matches(None, {})
+    ready = {"metadata": {}, "status": {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True"}]}}
+    assert pod_healthy(ready)
+    assert not pod_healthy({**ready, "metadata": {"deletionTimestamp": "t"}})
+    assert not pod_healthy({"metadata": {}, "status": {"phase": "Running"}})
+
+
+def test_pdb_status_counts_only_its_namespace_and_live_pods() -> None:
+    def pod(ns: str, phase: str) -> dict[str, Any]:
+        return {"metadata": {"namespace": ns, "labels": {"app": "a"}},
+                "status": {"phase": phase, "conditions": [{"type": "Ready",
+                                                           "status": "True"}]}}
+
+    pdb = {"metadata": {"name": "b", "namespace": "x", "generation": 3},
+           "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "a"}}}}
+    status = pdb_status(pdb, [pod("x", "Running"), pod("x", "Running"), pod("x", "Pending"),
+                              pod("x", "Succeeded"), pod("y", "Running")])
+    assert (status["expectedPods"], status["currentHealthy"], status["desiredHealthy"],
+            status["disruptionsAllowed"], status["observedGeneration"]) == (3, 2, 2, 0, 3)
+    assert status["conditions"][0]["reason"] == "InsufficientPods"
