@@ -87,7 +87,7 @@ def simulate(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Replay a cluster and workload trace through the scheduler and write out/ (JSON + CSV)."""
-    from kubeberth.report.output import summary_table, write_outputs
+    from kubeberth.report.output import queue_table, summary_table, write_outputs, written_files
     from kubeberth.sim.engine import Simulation
     from kubeberth.sim.traces import load_workload
 
@@ -115,7 +115,9 @@ def simulate(
     }
     data = write_outputs(result, out, meta)
     console.print(summary_table(data))
-    console.print(f"wrote {out}/summary.json, timeseries.csv, pods.csv")
+    if (queues := queue_table(data)) is not None:
+        console.print(queues)
+    console.print(f"wrote {out}/{written_files(data)}")
 
 
 @app.command()

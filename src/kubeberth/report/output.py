@@ -15,18 +15,21 @@ from typing import Any
 
 from rich.table import Table
 
+from kubeberth.sim.admission import QUEUE_CSV_COLUMNS, QUEUE_SERIES_COLUMNS
 from kubeberth.sim.engine import SimResult
 from kubeberth.sim.metrics import SERIES_COLUMNS
 
 SUMMARY_FILE = "summary.json"
 SERIES_FILE = "timeseries.csv"
 PODS_FILE = "pods.csv"
+QUEUES_FILE = "queues.csv"
+QUEUE_SERIES_FILE = "queue_timeseries.csv"
 
 
 def summary(result: SimResult, meta: dict[str, Any]) -> dict[str, Any]:
     m = result.metrics
     bound = sum(1 for r in m.pods.values() if r.bound is not None or r.finished is not None)
-    return {
+    data = {
         "run": meta,
         "pods": {
             "total": len(m.pods),
@@ -49,6 +52,9 @@ def summary(result: SimResult, meta: dict[str, Any]) -> dict[str, Any]:
                            if m.pods[key].reason},
         "unmodelledPlugins": result.unmodelled_plugins,
     }
+    if result.admission is not None:
+        data["admission"] = result.admission.summary
+    return data
 
 
 def _csv(rows: list[tuple[Any, ...]], header: tuple[str, ...]) -> str:
@@ -72,7 +78,18 @@ def write_outputs(result: SimResult, out: Path, meta: dict[str, Any]) -> dict[st
     ]
     (out / PODS_FILE).write_text(_csv(pods, ("pod", "arrival", "bound", "node", "attempts",
                                              "wait_seconds", "finished", "preempted")))
+    if result.admission is not None:
+        (out / QUEUES_FILE).write_text(_csv(result.admission.rows, QUEUE_CSV_COLUMNS))
+        (out / QUEUE_SERIES_FILE).write_text(_csv(result.admission.series, QUEUE_SERIES_COLUMNS))
     return data
+
+
+def written_files(data: dict[str, Any]) -> str:
+    """The files a run wrote, for the closing message."""
+    files = [SUMMARY_FILE, SERIES_FILE, PODS_FILE]
+    if "admission" in data:
+        files += [QUEUES_FILE, QUEUE_SERIES_FILE]
+    return ", ".join(files)
 
 
 def summary_table(data: dict[str, Any]) -> Table:
@@ -94,3 +111,28 @@ def summary_table(data: dict[str, Any]) -> Table:
         t.add_row(f"{res} allocated mean / peak (%)", f"{v['mean']:.2f} / {v['peak']:.2f}")
     t.add_row("simulated time (s)", f"{data['simulatedSeconds']:.0f}")
     return t
+
+
+def queue_table(data: dict[str, Any]) -> Table | None:
+    """Per-ClusterQueue and per-priority admission metrics (runs with Kueue objects only)."""
+    adm = data.get("admission")
+    if adm is None:
+        return None
+    t = Table(title=f"Kueue admission: {adm['cycles']} cycles, {adm['preemptions']} preemptions")
+    for col in ("queue / priority", "workloads", "admitted", "pending", "preempted",
+                "borrowed GPU-h", "gang timeouts", "admit wait p50/p95/p99 (s)",
+                "bind wait p50/p95/p99 (s)"):
+        t.add_column(col, justify="left" if col.startswith("queue") else "right")
+    rows = [(name, s) for name, s in adm["clusterQueues"].items()]
+    rows += [(f"priority {p}", s) for p, s in adm["priorities"].items()]
+    for name, s in rows:
+        t.add_row(name, str(s["workloads"]), str(s["admitted"]), str(s["pending"]),
+                  str(s["preempted"]), f"{s['borrowedGpuHours']:.2f}", str(s["gangTimeouts"]),
+                  _triple(s["waitAdmitSeconds"]), _triple(s["waitBindSeconds"]))
+    return t
+
+
+def _triple(w: dict[str, float]) -> str:
+    if not w.get("count"):
+        return "-"
+    return " / ".join(f"{w[q]:.0f}" for q in ("p50", "p95", "p99"))

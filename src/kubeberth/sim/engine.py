@@ -22,6 +22,7 @@ from enum import IntEnum
 
 import msgspec
 
+from kubeberth.api.objects import Pod
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.types import SchedulerConfiguration
 from kubeberth.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
@@ -32,6 +33,7 @@ from kubeberth.framework.scheduler import (
     Scheduler,
 )
 from kubeberth.framework.status import SUCCESS, Status
+from kubeberth.sim.admission import AdmissionDriver, AdmissionReport
 from kubeberth.sim.metrics import Metrics, PodRecord
 from kubeberth.sim.traces import TracePod, Workload
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
@@ -44,6 +46,7 @@ class Phase(IntEnum):
     ARRIVE = 1
     BIND = 2
     TIMER = 3
+    ADMISSION = 4  # a Kueue requeue or PodsReady deadline: counts as work left
 
 
 @dataclass(slots=True, frozen=True)
@@ -62,6 +65,7 @@ class SimResult:
     unscheduled: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     unmodelled_plugins: list[str] = field(default_factory=list)
+    admission: AdmissionReport | None = None  # only when the input has Kueue objects
 
 
 class Simulation:
@@ -114,6 +118,7 @@ class Simulation:
         self._next_sample = 0.0
         for tp in workload.pods:
             self._push(tp.arrival, Phase.ARRIVE, tp)
+        self.kueue = AdmissionDriver.build([tp.pod for tp in workload.pods], extras, self)
 
     # ---- heap ------------------------------------------------------------------------------
     def _push(self, when: float, phase: Phase, payload: object) -> None:
@@ -135,6 +140,10 @@ class Simulation:
         return SUCCESS
 
     def _evict(self, victim: PodInfo, preemptor: PodInfo) -> None:
+        self._evict_running(victim, victim.pod)
+
+    def _evict_running(self, victim: PodInfo, recreated: Pod) -> None:
+        """Delete a running pod; its owner re-creates it at once as ``recreated``."""
         self.snapshot.remove_pod(victim)
         self._progressed()
         self._completion_token.pop(victim.key, None)
@@ -145,7 +154,9 @@ class Simulation:
         rec.node = ""
         victim.pod.spec.node_name = ""
         self.scheduler.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
-        fresh = make_pod_info(msgspec.structs.replace(victim.pod),
+        if self.kueue is not None:
+            self.kueue.pod_stopped(victim.key)
+        fresh = make_pod_info(msgspec.structs.replace(recreated),
                               self.snapshot.priority_classes, seq=victim.seq)
         fresh.arrival = victim.arrival
         self.snapshot.objects.pod_deleted(victim.key)
@@ -154,7 +165,8 @@ class Simulation:
 
     # ---- event handlers --------------------------------------------------------------------
     def _arrive(self, tp: TracePod) -> None:
-        pi = make_pod_info(tp.pod, self.snapshot.priority_classes, seq=self._seq)
+        pod = tp.pod if self.kueue is None else self.kueue.arrived(tp.pod, self.now)
+        pi = make_pod_info(pod, self.snapshot.priority_classes, seq=self._seq)
         pi.arrival = self.now
         self._durations[pi.key] = tp.duration
         self._specs[pi.key] = tp
@@ -190,6 +202,8 @@ class Simulation:
         rec = self.metrics.pods[pi.key]
         rec.bound = self.now
         rec.node = node
+        if self.kueue is not None:
+            self.kueue.pod_bound(pi.key, self.now)
         duration = self._durations.get(pi.key)
         if duration is not None:
             token = self._seq + 1
@@ -205,6 +219,8 @@ class Simulation:
         self.snapshot.objects.pod_deleted(pi.key)
         self.metrics.pods[pi.key].finished = self.now
         self.scheduler.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+        if self.kueue is not None:
+            self.kueue.pod_finished(pi.key, self.now)
 
     def _bind(self, res: CycleResult) -> None:
         st = self.scheduler.bind(res)
@@ -243,6 +259,8 @@ class Simulation:
                 rec = self.metrics.pods.get(res.pod.key)
                 if rec is not None:
                     rec.reason = res.message
+                if self.kueue is not None:
+                    self.kueue.permit_rejected(res.pod.key, self.now)
                 if self._first_release is None:
                     self._tick += 1
                     self._first_release = self._tick
@@ -285,6 +303,8 @@ class Simulation:
         q = self.scheduler.queue
         while self._next_sample < t:
             self.metrics.sample(self._next_sample, self.snapshot, q.pending_counts())
+            if self.kueue is not None:
+                self.kueue.sample(self._next_sample)
             self._next_sample += self.sample_interval
 
     # ---- main loop -------------------------------------------------------------------------
@@ -313,6 +333,8 @@ class Simulation:
                     self._bind(payload)
             if t % FLUSH_PERIOD == 0:
                 self.scheduler.queue.flush_unschedulable_left_over()
+            if self.kueue is not None:
+                self.kueue.step(t)
             self._schedule_all()
             if self.progress is not None:
                 self.progress(arrived, total)
@@ -320,12 +342,19 @@ class Simulation:
                 break
         self._sample_until(self.now)
         self.metrics.sample(self.now, self.snapshot, self.scheduler.queue.pending_counts())
+        report = None
+        if self.kueue is not None:
+            self.kueue.sample(self.now)
+            report = self.kueue.report(self.now)
+            for key, rec in self.metrics.pods.items():
+                if rec.bound is None and self.kueue.waiting_for_admission(key):
+                    rec.reason = self.kueue.reason(key)
         unscheduled = sorted(k for k, r in self.metrics.pods.items()
                              if r.bound is None and k not in self._ignored)
         unmodelled = sorted({n for fw in self.scheduler.frameworks.values()
                              for n in fw.unmodelled})
         return SimResult(self.metrics, self.now, self._decisions, unscheduled,
-                         sorted(self._ignored), unmodelled)
+                         sorted(self._ignored), unmodelled, report)
 
     def _work_left(self) -> bool:
         """Stop once nothing can arrive, complete or bind any more and every pending pod has
@@ -340,6 +369,39 @@ class Simulation:
         since = max(self._progress, self._first_release or 0)
         for key, rec in self.metrics.pods.items():
             if rec.bound is None and key not in self._ignored_set \
-                    and self._last_attempt.get(key, 0) <= since:
+                    and self._last_attempt.get(key, 0) <= since \
+                    and not (self.kueue is not None and self.kueue.waiting_for_admission(key)):
                 return True
         return False
+
+    # ---- Kueue admission host (sim/admission.py calls these) --------------------------------
+    def ungate_pod(self, key: str, pod: Pod) -> None:
+        qpi = self.scheduler.queue.get(key)
+        if qpi is None:
+            return
+        old = qpi.info
+        fresh = make_pod_info(pod, self.snapshot.priority_classes, seq=old.seq)
+        fresh.arrival = old.arrival
+        self.snapshot.objects.pod_deleted(key)
+        self.snapshot.objects.pod_created(fresh)
+        self.scheduler.queue.update(old, fresh)
+
+    def evict_pod(self, key: str, recreated: Pod) -> None:
+        running = self.snapshot.pods.get(key)
+        rec = self.metrics.pods.get(key)
+        if running is not None and rec is not None and rec.bound is not None:
+            self._evict_running(running, recreated)
+            return
+        qpi = self.scheduler.queue.get(key)
+        if qpi is None:
+            return
+        self.scheduler.queue.delete(key)
+        fresh = make_pod_info(recreated, self.snapshot.priority_classes, seq=qpi.info.seq)
+        fresh.arrival = qpi.info.arrival
+        self.snapshot.objects.pod_deleted(key)
+        self.snapshot.objects.pod_created(fresh)
+        self.scheduler.add(fresh)
+
+    def wake_at(self, when: float) -> None:
+        if when > self.now:
+            self._push(when, Phase.ADMISSION, None)
