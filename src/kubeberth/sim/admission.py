@@ -38,7 +38,7 @@ from kubeberth.plugins.admission import (
     pods_ready_timeout,
     run_cycle,
 )
-from kubeberth.plugins.admission.scheduler import build_snapshot
+from kubeberth.plugins.admission.quota import Snapshot, admitted_info
 
 KUEUE_GROUPS = ("kueue.x-k8s.io/", "config.kueue.x-k8s.io/")
 MAX_CYCLES_PER_INSTANT = 10_000
@@ -111,6 +111,8 @@ class AdmissionDriver:
             for pod_key in wl.pods:
                 self.pod_owner[pod_key] = wl.key
         self.gpu_usage: dict[str, dict[str, int]] = {}  # cq -> flavor -> GPU milli in use
+        # The quota tree with the admitted workloads, kept up to date for the share series.
+        self.quota = Snapshot(self.state.objs)
         for key, wl in sorted(self.state.admitted.items()):
             t = self.tracked[key]
             t.created = t.first_admitted = 0.0
@@ -348,7 +350,14 @@ class AdmissionDriver:
         t.admitted_at = now
 
     def _add_gpu(self, wl: Workload, sign: int) -> None:
+        """Count an admission (sign 1) or a release (-1) in the GPU usage and quota tree."""
         assert wl.admission is not None
+        info = admitted_info(wl)
+        if info.cluster_queue in self.quota.cluster_queues:
+            if sign > 0:
+                self.quota.add_workload(info)
+            else:
+                self.quota.remove_workload(info)
         usage = self.gpu_usage.setdefault(wl.admission.cluster_queue, {})
         for f, v in self._gpu_of(wl).items():
             usage[f] = usage.get(f, 0) + sign * v
@@ -357,7 +366,7 @@ class AdmissionDriver:
     def sample(self, now: float) -> None:
         """One row per ClusterQueue: admitted and pending workloads, GPUs in use and borrowed,
         and its dominant resource share (Kueue fair sharing's measure; 0 outside a cohort)."""
-        snap = build_snapshot(self.state)
+        snap = self.quota
         pending: dict[str, int] = {}
         for e, _active in self.state.queues.pending():
             pending[e.cluster_queue] = pending.get(e.cluster_queue, 0) + 1
