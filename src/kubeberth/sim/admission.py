@@ -210,7 +210,12 @@ class AdmissionDriver:
         owner = self.pod_owner.get(pod_key)
         if owner is None or owner in self.state.admitted:
             return ""
-        return f"waiting for Kueue admission: {self.reasons.get(owner, 'workload not queued')}"
+        unqueued = self.state.queues.unqueued.get(owner)
+        why = unqueued[2] if unqueued is not None else self.reasons.get(owner, "")
+        if not why:
+            t = self.tracked[owner]
+            why = f"{len(t.wl.pods) - len(t.originals)} pod(s) of the workload do not exist yet"
+        return f"waiting for Kueue admission: {why}"
 
     def step(self, now: float) -> None:
         """React to the events of this instant: PodsReady timeouts, then admission cycles until
