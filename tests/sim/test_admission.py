@@ -258,3 +258,15 @@ def test_default_trace_runs_without_a_driver() -> None:
     wl = load_workload(None, None)
     sim = Simulation(wl, load_scheduler_config(None), in_tree_registry())
     assert sim.kueue is None
+
+
+def test_jobs_without_pods_are_listed_as_not_simulated(tmp_path: Path) -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "train", "namespace": "default",
+                        "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+           "spec": {"template": {"spec": {"containers": [
+               {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}}}}
+    pods, summary = simulate(tmp_path, TWO_POOLS, one_queue() + [job, pod("p", 4, 0, 10, "q")])
+    assert summary["admission"]["unsimulatedWorkloads"] == ["default/job-train"]
+    # The Job takes no quota: the pod's workload is admitted at once.
+    assert pods["p"]["bound"] == "0.0"

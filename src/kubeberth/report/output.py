@@ -119,20 +119,19 @@ def queue_table(data: dict[str, Any]) -> Table | None:
     if adm is None:
         return None
     t = Table(title=f"Kueue admission: {adm['cycles']} cycles, {adm['preemptions']} preemptions")
-    for col in ("queue / priority", "workloads", "admitted", "pending", "preempted",
-                "borrowed GPU-h", "gang timeouts", "admit wait p50/p95/p99 (s)",
-                "bind wait p50/p95/p99 (s)"):
-        t.add_column(col, justify="left" if col.startswith("queue") else "right")
+    for col in ("queue", "admitted", "pending", "preempted", "borrowed GPU-h", "gang t/o",
+                "admit wait p50/p99 s", "bind wait p50/p99 s"):
+        t.add_column(col, justify="left" if col == "queue" else "right")
     rows = [(name, s) for name, s in adm["clusterQueues"].items()]
     rows += [(f"priority {p}", s) for p, s in adm["priorities"].items()]
     for name, s in rows:
-        t.add_row(name, str(s["workloads"]), str(s["admitted"]), str(s["pending"]),
-                  str(s["preempted"]), f"{s['borrowedGpuHours']:.2f}", str(s["gangTimeouts"]),
-                  _triple(s["waitAdmitSeconds"]), _triple(s["waitBindSeconds"]))
+        t.add_row(name, f"{s['admitted']}/{s['workloads']}", str(s["pending"]),
+                  str(s["preempted"]), f"{s['borrowedGpuHours']:.1f}", str(s["gangTimeouts"]),
+                  _pair(s["waitAdmitSeconds"]), _pair(s["waitBindSeconds"]))
     return t
 
 
-def _triple(w: dict[str, float]) -> str:
+def _pair(w: dict[str, float]) -> str:
     if not w.get("count"):
         return "-"
-    return " / ".join(f"{w[q]:.0f}" for q in ("p50", "p95", "p99"))
+    return f"{w['p50']:.0f}/{w['p99']:.0f}"

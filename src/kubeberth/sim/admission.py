@@ -422,6 +422,10 @@ class AdmissionDriver:
                              *(s["waitBindSeconds"].get(q, "") for q in ("p50", "p95", "p99"))))
         return AdmissionReport(
             summary={"cycles": self.cycles, "clusterQueues": queues, "priorities": prios,
+                     # Jobs and Workload objects: no pods are created for them (not modelled).
+                     "unsimulatedWorkloads": sorted(
+                         k for k, t in self.tracked.items()
+                         if not t.wl.pods and k not in self.state.admitted),
                      "preemptions": len(self.preemptions),
                      "borrowedGpuHours": round(sum(s["borrowedGpuHours"]
                                                    for s in queues.values()), 6)},
