@@ -105,8 +105,9 @@ def one_queue(gpu: int = 4, strategy: str = "BestEffortFIFO") -> list[Doc]:
 
 
 def test_pods_wait_gated_until_their_workload_is_admitted(tmp_path: Path) -> None:
-    pods, summary = simulate(tmp_path, TWO_POOLS, one_queue() + [
-        pod("first", 4, 0, 100, "q"), pod("second", 4, 10, 50, "q")])
+    pods, summary = simulate(tmp_path, TWO_POOLS, [*one_queue(),
+        pod("first", 4, 0, 100, "q"),
+        pod("second", 4, 10, 50, "q")])
     # The second pod fits on b1 at once, but its workload has no quota until the first ends.
     assert pods["first"]["bound"] == "0.0"
     assert pods["second"]["bound"] == "100.0"
@@ -119,8 +120,10 @@ def test_pods_wait_gated_until_their_workload_is_admitted(tmp_path: Path) -> Non
 
 
 def test_flavor_node_labels_steer_admitted_pods(tmp_path: Path) -> None:
-    pods, _ = simulate(tmp_path, TWO_POOLS, one_queue(gpu=8) + [
-        pod("p1", 2, 0, None, "q"), pod("p2", 2, 0, None, "q"), pod("free", 2, 0, None)])
+    pods, _ = simulate(tmp_path, TWO_POOLS, [*one_queue(gpu=8),
+        pod("p1", 2, 0, None, "q"),
+        pod("p2", 2, 0, None, "q"),
+        pod("free", 2, 0, None)])
     assert pods["p1"]["node"] == pods["p2"]["node"] == "a1"
     assert pods["free"]["node"]  # not managed by Kueue: scheduled as before
 
@@ -146,8 +149,9 @@ def cohort_setup() -> list[Doc]:
 
 
 def test_borrowing_then_reclaim_preempts_running_pods(tmp_path: Path) -> None:
-    pods, summary = simulate(tmp_path, TWO_POOLS, cohort_setup() + [
-        pod("b-1", 2, 0, 1000, "qb"), pod("b-2", 2, 0, 1000, "qb"),
+    pods, summary = simulate(tmp_path, TWO_POOLS, [*cohort_setup(),
+        pod("b-1", 2, 0, 1000, "qb"),
+        pod("b-2", 2, 0, 1000, "qb"),
         pod("a-1", 4, 100, 500, "qa")])
     # The borrower ran on the owner's quota until the owner reclaimed it at t=100.
     assert pods["a-1"]["bound"] == "100.0" and pods["a-1"]["node"] == "a1"
@@ -169,8 +173,9 @@ def test_borrowing_then_reclaim_preempts_running_pods(tmp_path: Path) -> None:
 def test_without_reclaim_the_owner_waits_for_the_borrower(tmp_path: Path) -> None:
     docs = cohort_setup()
     docs[1] = cluster_queue("owner", "fa", 4, cohort="all", reclaim="Never")
-    pods, summary = simulate(tmp_path, TWO_POOLS, docs + [
-        pod("b-1", 2, 0, 1000, "qb"), pod("b-2", 2, 0, 1000, "qb"),
+    pods, summary = simulate(tmp_path, TWO_POOLS, [*docs,
+        pod("b-1", 2, 0, 1000, "qb"),
+        pod("b-2", 2, 0, 1000, "qb"),
         pod("a-1", 4, 100, 500, "qa")])
     assert pods["a-1"]["bound"] == "1000.0"
     assert summary["admission"]["preemptions"] == 0
@@ -181,8 +186,9 @@ def test_without_reclaim_the_owner_waits_for_the_borrower(tmp_path: Path) -> Non
 def test_queueing_strategy_orders_admission(tmp_path: Path, strategy: str,
                                             small_bound: str) -> None:
     nodes = [node("a1", "a", gpu=8), node("b1", "b")]
-    pods, _ = simulate(tmp_path, nodes, one_queue(gpu=6, strategy=strategy) + [
-        pod("running", 4, 0, 100, "q"), pod("big", 4, 10, 100, "q"),
+    pods, _ = simulate(tmp_path, nodes, [*one_queue(gpu=6, strategy=strategy),
+        pod("running", 4, 0, 100, "q"),
+        pod("big", 4, 10, 100, "q"),
         pod("small", 1, 20, 100, "q")])
     # StrictFIFO: the small workload waits behind the big head; BestEffortFIFO lets it pass.
     assert pods["big"]["bound"] == "100.0"
@@ -190,14 +196,15 @@ def test_queueing_strategy_orders_admission(tmp_path: Path, strategy: str,
 
 
 def test_pod_group_is_one_workload_admitted_when_all_pods_exist(tmp_path: Path) -> None:
-    pods, summary = simulate(tmp_path, TWO_POOLS, one_queue() + [
-        pod("g-0", 2, 0, 100, "q", ("g", 2)), pod("g-1", 2, 30, 100, "q", ("g", 2))])
+    pods, summary = simulate(tmp_path, TWO_POOLS, [*one_queue(),
+        pod("g-0", 2, 0, 100, "q", ("g", 2)),
+        pod("g-1", 2, 30, 100, "q", ("g", 2))])
     assert pods["g-0"]["bound"] == pods["g-1"]["bound"] == "30.0"
     assert summary["admission"]["clusterQueues"]["cq"]["workloads"] == 1
 
 
 def test_never_admitted_pods_report_the_kueue_reason(tmp_path: Path) -> None:
-    _, summary = simulate(tmp_path, TWO_POOLS, one_queue() + [pod("huge", 8, 0, 10, "q")])
+    _, summary = simulate(tmp_path, TWO_POOLS, [*one_queue(), pod("huge", 8, 0, 10, "q")])
     assert summary["unscheduledPods"] == ["default/huge"]
     assert summary["pendingReasons"]["default/huge"].startswith("waiting for Kueue admission")
     assert summary["admission"]["clusterQueues"]["cq"]["pending"] == 1
@@ -266,7 +273,7 @@ def test_jobs_without_pods_are_listed_as_not_simulated(tmp_path: Path) -> None:
                         "labels": {"kueue.x-k8s.io/queue-name": "q"}},
            "spec": {"template": {"spec": {"containers": [
                {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}}}}
-    pods, summary = simulate(tmp_path, TWO_POOLS, one_queue() + [job, pod("p", 4, 0, 10, "q")])
+    pods, summary = simulate(tmp_path, TWO_POOLS, [*one_queue(), job, pod("p", 4, 0, 10, "q")])
     assert summary["admission"]["unsimulatedWorkloads"] == ["default/job-train"]
     # The Job takes no quota: the pod's workload is admitted at once.
     assert pods["p"]["bound"] == "0.0"
