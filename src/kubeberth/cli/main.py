@@ -109,7 +109,7 @@ def simulate(
         help="Seconds of simulated time between descheduling passes.")] = 300.0,
 ) -> None:
     """Replay a cluster and workload trace through the scheduler; write out/ (JSON, CSV, HTML)."""
-    from kubeberth.report.output import summary_table, write_outputs
+    from kubeberth.report.output import queue_table, summary_table, write_outputs, written_files
     from kubeberth.report.sections import write_run_report
     from kubeberth.sim.engine import Simulation
     from kubeberth.sim.traces import load_workload
@@ -167,9 +167,9 @@ def simulate(
     with _user_errors():
         report = write_run_report(out)
     console.print(summary_table(data))
-    extra = ", evictions.csv" if data.get("evictions", {}).get("requested") else ""
-    extra += ", spill.csv, spill_metrics.prom, spill.html" if "spill" in data else ""
-    console.print(f"wrote {out}/summary.json, timeseries.csv, pods.csv{extra}, {report.name}")
+    if (queues := queue_table(data)) is not None:
+        console.print(queues)
+    console.print(f"wrote {out}/{written_files(data)}, {report.name}")
 
 
 @app.command()

@@ -16,6 +16,7 @@ from typing import Any
 from rich.table import Table
 
 from kubeberth.report.spill_html import render_spill_html
+from kubeberth.sim.admission import QUEUE_CSV_COLUMNS, QUEUE_SERIES_COLUMNS
 from kubeberth.sim.engine import SimResult
 from kubeberth.sim.metrics import SERIES_COLUMNS
 from kubeberth.sim.spill import SPILL_COLUMNS, SpillHost
@@ -32,12 +33,14 @@ EVICTION_COLUMNS = ("time", "pod", "node", "plugin", "reason", "allowed", "code"
 REPORT_FILE = "report.html"
 PODS_COLUMNS = ("pod", "arrival", "bound", "node", "attempts", "wait_seconds", "finished",
                 "preempted")
+QUEUES_FILE = "queues.csv"
+QUEUE_SERIES_FILE = "queue_timeseries.csv"
 
 
 def summary(result: SimResult, meta: dict[str, Any]) -> dict[str, Any]:
     m = result.metrics
     bound = sum(1 for r in m.pods.values() if r.bound is not None or r.finished is not None)
-    return {
+    data = {
         "run": meta,
         "pods": {
             "total": len(m.pods),
@@ -62,6 +65,9 @@ def summary(result: SimResult, meta: dict[str, Any]) -> dict[str, Any]:
         **_eviction_summary(result),
         **_spill_summary(result),
     }
+    if result.admission is not None:
+        data["admission"] = result.admission.summary
+    return data
 
 
 def _spill_host(result: SimResult) -> SpillHost | None:
@@ -124,6 +130,9 @@ def write_outputs(result: SimResult, out: Path, meta: dict[str, Any]) -> dict[st
         (out / SPILL_HTML_FILE).write_text(
             render_spill_html(host.rows, result.evictions, data["spill"], title))
     (out / PODS_FILE).write_text(_csv(pods, PODS_COLUMNS))
+    if result.admission is not None:
+        (out / QUEUES_FILE).write_text(_csv(result.admission.rows, QUEUE_CSV_COLUMNS))
+        (out / QUEUE_SERIES_FILE).write_text(_csv(result.admission.series, QUEUE_SERIES_COLUMNS))
     return data
 
 
@@ -162,6 +171,18 @@ def summary_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def written_files(data: dict[str, Any]) -> str:
+    """The files a run wrote, for the closing message."""
+    files = [SUMMARY_FILE, SERIES_FILE, PODS_FILE]
+    if "admission" in data:
+        files += [QUEUES_FILE, QUEUE_SERIES_FILE]
+    if data.get("evictions", {}).get("requested"):
+        files.append(EVICTIONS_FILE)
+    if "spill" in data:
+        files += [SPILL_FILE, SPILL_METRICS_FILE, SPILL_HTML_FILE]
+    return ", ".join(files)
+
+
 def summary_table(data: dict[str, Any]) -> Table:
     t = Table(title=f"kubeberth simulate: {data['run'].get('workload', '')}", show_lines=False)
     t.add_column("metric")
@@ -169,3 +190,27 @@ def summary_table(data: dict[str, Any]) -> Table:
     for metric, value in summary_rows(data):
         t.add_row(metric, value)
     return t
+
+
+def queue_table(data: dict[str, Any]) -> Table | None:
+    """Per-ClusterQueue and per-priority admission metrics (runs with Kueue objects only)."""
+    adm = data.get("admission")
+    if adm is None:
+        return None
+    t = Table(title=f"Kueue admission: {adm['cycles']} cycles, {adm['preemptions']} preemptions")
+    for col in ("queue", "admitted", "pending", "preempted", "borrowed GPU-h", "gang t/o",
+                "admit wait p50/p99 s", "bind wait p50/p99 s"):
+        t.add_column(col, justify="left" if col == "queue" else "right")
+    rows = [(name, s) for name, s in adm["clusterQueues"].items()]
+    rows += [(f"priority {p}", s) for p, s in adm["priorities"].items()]
+    for name, s in rows:
+        t.add_row(name, f"{s['admitted']}/{s['workloads']}", str(s["pending"]),
+                  str(s["preempted"]), f"{s['borrowedGpuHours']:.1f}", str(s["gangTimeouts"]),
+                  _pair(s["waitAdmitSeconds"]), _pair(s["waitBindSeconds"]))
+    return t
+
+
+def _pair(w: dict[str, float]) -> str:
+    if not w.get("count"):
+        return "-"
+    return f"{w['p50']:.0f}/{w['p99']:.0f}"

@@ -45,6 +45,7 @@ from kubeberth.framework.scheduler import (
     Scheduler,
 )
 from kubeberth.framework.status import SUCCESS, Status
+from kubeberth.sim.admission import AdmissionDriver, AdmissionReport
 from kubeberth.sim.metrics import Metrics, PodRecord
 from kubeberth.sim.owners import OwnerRuntime
 from kubeberth.sim.traces import TracePod, Workload
@@ -71,6 +72,7 @@ class Phase(IntEnum):
     BIND = 2
     TIMER = 3
     CALL = 4  # a host callback: an owner's scale step, a periodic policy tick, an outage
+    ADMISSION = 5  # a Kueue requeue or PodsReady deadline: counts as work left
 
 
 @dataclass(slots=True, frozen=True)
@@ -132,6 +134,7 @@ class SimResult:
     replacements: int = 0  # pods owners created to replace deleted ones
     # Hosts attached to the run by name (e.g. "spill": its SpillHost), for the report layer.
     extras: dict[str, object] = field(default_factory=dict)
+    admission: AdmissionReport | None = None  # only when the input has Kueue objects
 
 
 class Simulation:
@@ -200,6 +203,7 @@ class Simulation:
         self.descheduler = descheduler
         if descheduler is not None:
             self.every(deschedule_interval, self._deschedule_pass, first=deschedule_interval)
+        self.kueue = AdmissionDriver.build([tp.pod for tp in workload.pods], extras, self)
 
     # ---- heap ------------------------------------------------------------------------------
     def _push(self, when: float, phase: Phase, payload: object) -> None:
@@ -225,8 +229,14 @@ class Simulation:
             # An owned pod is deleted; its owner creates a replacement under a new name.
             self.metrics.preemptions += 1
             self.metrics.pods[victim.key].preempted += 1
+            if self.kueue is not None:
+                self.kueue.pod_stopped(victim.key)
             self._delete(victim, succeeded=False)
             return
+        self._evict_running(victim, victim.pod)
+
+    def _evict_running(self, victim: PodInfo, recreated: Pod) -> None:
+        """Delete a running pod; its owner re-creates it at once as ``recreated``."""
         self._stopped(victim)
         victim.pod.status = PodStatus()
         self.snapshot.remove_pod(victim)
@@ -239,7 +249,9 @@ class Simulation:
         rec.node = ""
         victim.pod.spec.node_name = ""
         self.scheduler.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
-        fresh = make_pod_info(msgspec.structs.replace(victim.pod),
+        if self.kueue is not None:
+            self.kueue.pod_stopped(victim.key)
+        fresh = make_pod_info(msgspec.structs.replace(recreated),
                               self.snapshot.priority_classes, seq=victim.seq)
         fresh.arrival = victim.arrival
         self.snapshot.objects.pod_deleted(victim.key)
@@ -248,7 +260,8 @@ class Simulation:
 
     # ---- event handlers --------------------------------------------------------------------
     def _arrive(self, tp: TracePod) -> None:
-        pi = make_pod_info(tp.pod, self.snapshot.priority_classes, seq=self._seq)
+        pod = tp.pod if self.kueue is None else self.kueue.arrived(tp.pod, self.now)
+        pi = make_pod_info(pod, self.snapshot.priority_classes, seq=self._seq)
         pi.arrival = self.now
         self._durations[pi.key] = tp.duration
         self._specs[pi.key] = tp
@@ -293,6 +306,8 @@ class Simulation:
             self.call_at(self.now + latency, functools.partial(self._became_ready, pi))
         for listener in self.listeners:
             listener.pod_started(pi, node, self.now)
+        if self.kueue is not None:
+            self.kueue.pod_bound(pi.key, self.now)
         duration = self._durations.get(pi.key)
         if duration is not None:
             token = self._seq + 1
@@ -316,6 +331,8 @@ class Simulation:
         _set_phase(pi.pod, "Succeeded")
         self.scheduler.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
         self.owners.pod_gone(pi.key, succeeded=True)
+        if self.kueue is not None:
+            self.kueue.pod_finished(pi.key, self.now)
 
     def _bind(self, res: CycleResult) -> None:
         st = self.scheduler.bind(res)
@@ -356,6 +373,8 @@ class Simulation:
                 rec = self.metrics.pods.get(res.pod.key)
                 if rec is not None:
                     rec.reason = res.message
+                if self.kueue is not None:
+                    self.kueue.permit_rejected(res.pod.key, self.now)
                 if self._first_release is None:
                     self._tick += 1
                     self._first_release = self._tick
@@ -398,6 +417,8 @@ class Simulation:
         q = self.scheduler.queue
         while self._next_sample < t:
             self.metrics.sample(self._next_sample, self.snapshot, q.pending_counts())
+            if self.kueue is not None:
+                self.kueue.sample(self._next_sample)
             self._next_sample += self.sample_interval
 
     # ---- main loop -------------------------------------------------------------------------
@@ -435,6 +456,8 @@ class Simulation:
                         payload.fn()
             if t % FLUSH_PERIOD == 0:
                 self.scheduler.queue.flush_unschedulable_left_over()
+            if self.kueue is not None:
+                self.kueue.step(t)
             self._schedule_all()
             if late:
                 for call in late:
@@ -446,6 +469,13 @@ class Simulation:
                 break
         self._sample_until(self.now)
         self.metrics.sample(self.now, self.snapshot, self.scheduler.queue.pending_counts())
+        report = None
+        if self.kueue is not None:
+            self.kueue.sample(self.now)
+            report = self.kueue.report(self.now)
+            for key, rec in self.metrics.pods.items():
+                if rec.bound is None and self.kueue.waiting_for_admission(key):
+                    rec.reason = self.kueue.reason(key)
         unscheduled = sorted(k for k, r in self.metrics.pods.items()
                              if r.bound is None and k not in self._ignored
                              and r.deleted is None)
@@ -453,7 +483,7 @@ class Simulation:
                              for n in fw.unmodelled})
         return SimResult(self.metrics, self.now, self._decisions, unscheduled,
                          sorted(self._ignored), unmodelled, self.evictions,
-                         self.owners.replacements, self.extras)
+                         self.owners.replacements, self.extras, report)
 
     def _work_left(self) -> bool:
         """Stop once nothing can arrive, complete or bind any more and every pending pod has
@@ -468,7 +498,8 @@ class Simulation:
         since = max(self._progress, self._first_release or 0)
         for key, rec in self.metrics.pods.items():
             if rec.bound is None and key not in self._ignored_set and rec.deleted is None \
-                    and self._last_attempt.get(key, 0) <= since:
+                    and self._last_attempt.get(key, 0) <= since \
+                    and not (self.kueue is not None and self.kueue.waiting_for_admission(key)):
                 return True
         return False
 
@@ -669,3 +700,35 @@ class Simulation:
         for req in list(self.descheduler(self.snapshot, self.now)):
             evicted |= self.evict(req.pod, plugin=req.plugin, reason=req.reason).allowed
         return evicted
+
+    # ---- Kueue admission host (sim/admission.py calls these) --------------------------------
+    def ungate_pod(self, key: str, pod: Pod) -> None:
+        qpi = self.scheduler.queue.get(key)
+        if qpi is None:
+            return
+        old = qpi.info
+        fresh = make_pod_info(pod, self.snapshot.priority_classes, seq=old.seq)
+        fresh.arrival = old.arrival
+        self.snapshot.objects.pod_deleted(key)
+        self.snapshot.objects.pod_created(fresh)
+        self.scheduler.queue.update(old, fresh)
+
+    def evict_pod(self, key: str, recreated: Pod) -> None:
+        running = self.snapshot.pods.get(key)
+        rec = self.metrics.pods.get(key)
+        if running is not None and rec is not None and rec.bound is not None:
+            self._evict_running(running, recreated)
+            return
+        qpi = self.scheduler.queue.get(key)
+        if qpi is None:
+            return
+        self.scheduler.queue.delete(key)
+        fresh = make_pod_info(recreated, self.snapshot.priority_classes, seq=qpi.info.seq)
+        fresh.arrival = qpi.info.arrival
+        self.snapshot.objects.pod_deleted(key)
+        self.snapshot.objects.pod_created(fresh)
+        self.scheduler.add(fresh)
+
+    def wake_at(self, when: float) -> None:
+        if when > self.now:
+            self._push(when, Phase.ADMISSION, None)

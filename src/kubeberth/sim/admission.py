@@ -1,0 +1,472 @@
+"""Kueue in the replay: the driver that runs admission cycles between the simulator's events.
+
+Kueue sits in front of kube-scheduler: the pods of a queued workload are created with the
+``kueue.x-k8s.io/admission`` scheduling gate, so the scheduler's SchedulingGates PreEnqueue
+keeps them out of its queue, and only when admission reserves quota for their workload are they
+ungated, with the assigned flavor's node labels and tolerations, and scheduled. This module
+applies the pure policy of :mod:`kubeberth.plugins.admission` to a running simulation: it gates
+pods as they arrive, queues a workload once all its pods exist, runs admission cycles after each
+batch of events (arrivals, completions, evictions, requeue timers) until a cycle changes nothing,
+ungates admitted pods, evicts the running pods of preempted workloads (their owner re-creates
+them, gated again) and releases quota when a workload's pods have all finished. It also measures
+what queues are for: waits to admission and to bind, borrowing, preemptions and gang timeouts.
+
+The engine talks to it through :class:`AdmissionHost` (three pod operations and a wake-up) and a
+handful of hooks; with no Kueue objects in the input there is no driver and the engine runs as
+before.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import numpy as np
+
+from kubeberth.api.objects import Pod
+from kubeberth.api.resources import GPU
+from kubeberth.config.kueue import KueueObjects, Workload, load_kueue
+from kubeberth.config.manifests import Manifests
+from kubeberth.plugins.admission import (
+    AdmissionState,
+    admitted_pod,
+    finish_evictions,
+    finish_workloads,
+    gated_pod,
+    mark_pods_ready,
+    pods_ready_timeout,
+    run_cycle,
+)
+from kubeberth.plugins.admission.quota import Snapshot, admitted_info
+
+KUEUE_GROUPS = ("kueue.x-k8s.io/", "config.kueue.x-k8s.io/")
+MAX_CYCLES_PER_INSTANT = 10_000
+QUEUE_SERIES_COLUMNS = ("time", "cluster_queue", "admitted_workloads", "pending_workloads",
+                        "gpu_usage", "gpu_borrowed", "dominant_share")
+QUEUE_CSV_COLUMNS = ("scope", "name", "workloads", "admitted", "pending", "preempted",
+                     "borrowed_gpu_hours", "gang_timeouts", "wait_admit_p50",
+                     "wait_admit_p95", "wait_admit_p99", "wait_bind_p50", "wait_bind_p95",
+                     "wait_bind_p99")
+
+
+class AdmissionHost(Protocol):
+    """What the driver needs from the simulator."""
+
+    def ungate_pod(self, key: str, pod: Pod) -> None:
+        """Replace a gated pending pod by ``pod`` (ungated) and let the scheduler try it."""
+
+    def evict_pod(self, key: str, recreated: Pod) -> None:
+        """Evict a running or pending pod; its owner re-creates it at once as ``recreated``."""
+
+    def wake_at(self, when: float) -> None:
+        """Run the driver again at ``when`` (a requeue backoff or a PodsReady deadline)."""
+
+
+@dataclass(slots=True)
+class _Tracked:
+    """One workload's life in the replay, and what the metrics need from it."""
+
+    wl: Workload
+    cluster_queue: str
+    originals: dict[str, Pod] = field(default_factory=dict)  # pod key -> pod as submitted
+    created: float | None = None  # queued (all its pods exist)
+    admitted_at: float | None = None  # current admission
+    first_admitted: float | None = None
+    started: float | None = None  # first time every pod was bound after an admission
+    bound: set[str] = field(default_factory=set)
+    finished: set[str] = field(default_factory=set)
+    ready: bool = False
+    ready_deadline: float | None = None
+    admissions: int = 0
+    preempted: int = 0
+    gang_timeouts: int = 0
+    borrowed_milli: int = 0  # GPU milli-units beyond nominal quota this admission added
+    borrowed_milli_seconds: float = 0.0
+    done: bool = False
+
+
+def has_kueue_objects(extras: Manifests) -> bool:
+    """Whether the input declares any Kueue object (Kueue is then considered installed)."""
+    return any(str(doc.data.get("apiVersion", "")).startswith(KUEUE_GROUPS)
+               for doc in extras.other)
+
+
+class AdmissionDriver:
+    """Kueue admission applied to a running simulation through an :class:`AdmissionHost`."""
+
+    def __init__(self, objs: KueueObjects, host: AdmissionHost) -> None:
+        self.host = host
+        self.objs = objs
+        pending = [w for w in objs.workloads if w.admission is None]
+        self.state = AdmissionState.from_objects(
+            replace(objs, workloads=[replace(w, creation_time=0.0, quota_reserved_time=0.0)
+                                     for w in objs.workloads if w.admission is not None]))
+        self.tracked: dict[str, _Tracked] = {}
+        self.pod_owner: dict[str, str] = {}
+        for wl in objs.workloads:
+            lq = objs.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+            t = _Tracked(wl, lq.cluster_queue if lq is not None else "")
+            self.tracked[wl.key] = t
+            for pod_key in wl.pods:
+                self.pod_owner[pod_key] = wl.key
+        self.gpu_usage: dict[str, dict[str, int]] = {}  # cq -> flavor -> GPU milli in use
+        # The quota tree with the admitted workloads, kept up to date for the share series.
+        self.quota = Snapshot(self.state.objs)
+        for key, wl in sorted(self.state.admitted.items()):
+            t = self.tracked[key]
+            t.created = t.first_admitted = 0.0
+            t.admissions = 1
+            self._account(t, wl, 0.0)
+            self._add_gpu(wl, 1)
+        self._pending = {w.key for w in pending}
+        self.reasons: dict[str, str] = {}  # workload -> why it is not admitted
+        self.preemptions: list[tuple[float, str, str, str]] = []
+        self.series: list[tuple[object, ...]] = []
+        self._dirty = True
+        self._wakes: set[float] = set()
+        self._last_rejection: dict[str, float] = {}
+        self.cycles = 0
+
+    @classmethod
+    def build(cls, pods: list[Pod], extras: Manifests,
+              host: AdmissionHost) -> AdmissionDriver | None:
+        """The driver for a run, or None when the input has no Kueue object."""
+        if not has_kueue_objects(extras):
+            return None
+        manifests = replace(extras, pods=pods)
+        return cls(load_kueue(manifests), host)
+
+    # ---- hooks the engine calls -------------------------------------------------------------
+    def manages(self, pod_key: str) -> bool:
+        return pod_key in self.pod_owner
+
+    def arrived(self, pod: Pod, now: float) -> Pod:
+        """A pod is created: the pod the scheduler gets (gated while its workload is queued)."""
+        owner = self.pod_owner.get(pod.key)
+        if owner is None:
+            return pod
+        t = self.tracked[owner]
+        t.originals[pod.key] = pod
+        wl = self.state.admitted.get(owner)
+        if wl is not None and wl.admission is not None:
+            return self._admitted_pod(t, pod.key, wl)
+        if owner in self._pending and len(t.originals) == len(t.wl.pods):
+            # Kueue creates the Workload once every pod of its group exists.
+            self._pending.discard(owner)
+            t.created = now
+            self.state.queues.add(replace(t.wl, creation_time=now), self.state.objs)
+            self._dirty = True
+        return gated_pod(pod)
+
+    def pod_bound(self, pod_key: str, now: float) -> None:
+        owner = self.pod_owner.get(pod_key)
+        if owner is None:
+            return
+        t = self.tracked[owner]
+        t.bound.add(pod_key)
+        if t.admitted_at is not None and not t.ready and \
+                len(t.bound | t.finished) == len(t.wl.pods):
+            t.ready = True
+            t.ready_deadline = None
+            if t.started is None:
+                t.started = now
+            self.state = mark_pods_ready(self.state, [owner])
+            self._dirty = True
+
+    def pod_finished(self, pod_key: str, now: float) -> None:
+        owner = self.pod_owner.get(pod_key)
+        if owner is None:
+            return
+        t = self.tracked[owner]
+        t.bound.discard(pod_key)
+        t.finished.add(pod_key)
+        if len(t.finished) == len(t.wl.pods) and owner in self.state.admitted:
+            self._release(t, now)
+            t.done = True
+            self.state = finish_workloads(self.state, [owner])
+            self._dirty = True
+
+    def permit_rejected(self, pod_key: str, now: float) -> None:
+        """A member of the workload's gang was rejected in Permit (Coscheduling timeout or a
+        sibling's failure): one gang timeout per workload and instant."""
+        owner = self.pod_owner.get(pod_key)
+        if owner is not None and self._last_rejection.get(owner) != now:
+            self._last_rejection[owner] = now
+            self.tracked[owner].gang_timeouts += 1
+
+    def pod_stopped(self, pod_key: str) -> None:
+        """A running pod was evicted (Kueue or scheduler preemption)."""
+        owner = self.pod_owner.get(pod_key)
+        if owner is not None:
+            self.tracked[owner].bound.discard(pod_key)
+
+    def waiting_for_admission(self, pod_key: str) -> bool:
+        """The pod is gated: it waits for Kueue, not for the scheduler."""
+        owner = self.pod_owner.get(pod_key)
+        return owner is not None and owner not in self.state.admitted
+
+    def reason(self, pod_key: str) -> str:
+        owner = self.pod_owner.get(pod_key)
+        if owner is None or owner in self.state.admitted:
+            return ""
+        unqueued = self.state.queues.unqueued.get(owner)
+        why = unqueued[2] if unqueued is not None else self.reasons.get(owner, "")
+        if not why:
+            t = self.tracked[owner]
+            why = f"{len(t.wl.pods) - len(t.originals)} pod(s) of the workload do not exist yet"
+        return f"waiting for Kueue admission: {why}"
+
+    def step(self, now: float) -> None:
+        """React to the events of this instant: PodsReady timeouts, then admission cycles until
+        one changes nothing."""
+        due = sorted(w for w in self._wakes if w <= now)
+        if due:
+            self._wakes.difference_update(due)
+            self._dirty = True
+        self._pods_ready_timeouts(now)
+        if not self._dirty:
+            return
+        self._dirty = False
+        for _ in range(MAX_CYCLES_PER_INSTANT):
+            before = self._signature()
+            result = run_cycle(self.state, now)
+            self.cycles += 1
+            self.state = result.state
+            for na in result.not_admitted:
+                self.reasons[na.workload] = na.message or na.reason
+            for a in result.admitted:
+                self._admit(a.workload, now)
+            if result.preempted:
+                victims = []
+                for p in result.preempted:
+                    self.preemptions.append((now, p.workload, p.by, p.reason))
+                    victims.append(p.workload)
+                    self._evict(self.tracked[p.workload], now)
+                    self.tracked[p.workload].preempted += 1
+                self.state = finish_evictions(self.state, victims, now)
+            if self._signature() == before:
+                break
+        for e, _active in self.state.queues.pending():
+            if e.wl.requeue_at is not None and e.wl.requeue_at > now:
+                self._wake(e.wl.requeue_at)
+
+    # ---- applying decisions ----------------------------------------------------------------
+    def _signature(self) -> tuple[object, ...]:
+        st = self.state
+        return (len(st.admitted), tuple(sorted(st.admitted)), tuple(sorted(st.evicting)),
+                tuple((e.key, active) for e, active in st.queues.pending()))
+
+    def _wake(self, when: float) -> None:
+        if when not in self._wakes:
+            self._wakes.add(when)
+            self.host.wake_at(when)
+
+    def _admit(self, wl: Workload, now: float) -> None:
+        t = self.tracked[wl.key]
+        t.admitted_at = now
+        t.admissions += 1
+        if t.first_admitted is None:
+            t.first_admitted = now
+        t.ready = False
+        self.reasons.pop(wl.key, None)
+        self._account(t, wl, now)
+        self._add_gpu(wl, 1)
+        cfg = self.objs.config.wait_for_pods_ready
+        if cfg.enable:
+            t.ready_deadline = now + cfg.timeout_seconds
+            self._wake(t.ready_deadline)
+        for pod_key in sorted(t.wl.pods):
+            if pod_key in t.originals and pod_key not in t.finished:
+                self.host.ungate_pod(pod_key, self._admitted_pod(t, pod_key, wl))
+
+    def _admitted_pod(self, t: _Tracked, pod_key: str, wl: Workload) -> Pod:
+        assert wl.admission is not None
+        return admitted_pod(t.originals[pod_key], wl.admission, t.wl.pods[pod_key],
+                            self.objs.flavors)
+
+    def _evict(self, t: _Tracked, now: float) -> None:
+        """Stop the workload's pods: running ones are evicted, pending ones gated again."""
+        self._release(t, now)
+        for pod_key in sorted(t.wl.pods):
+            if pod_key in t.originals and pod_key not in t.finished:
+                self.host.evict_pod(pod_key, gated_pod(t.originals[pod_key]))
+        t.bound.clear()
+
+    def _release(self, t: _Tracked, now: float) -> None:
+        wl = self.state.admitted.get(t.wl.key)
+        if wl is not None:
+            self._add_gpu(wl, -1)
+        if t.admitted_at is not None:
+            t.borrowed_milli_seconds += t.borrowed_milli * (now - t.admitted_at)
+        t.admitted_at = None
+        t.borrowed_milli = 0
+        t.ready = False
+        t.ready_deadline = None
+
+    def _pods_ready_timeouts(self, now: float) -> None:
+        late = sorted(k for k, t in self.tracked.items()
+                      if t.ready_deadline is not None and t.ready_deadline <= now
+                      and not t.ready and k in self.state.admitted)
+        if not late:
+            return
+        for key in late:
+            t = self.tracked[key]
+            t.gang_timeouts += 1
+            self._evict(t, now)
+        self.state = pods_ready_timeout(self.state, late, now)
+        self._dirty = True
+
+    # ---- GPU accounting --------------------------------------------------------------------
+    def _gpu_of(self, wl: Workload) -> dict[str, int]:
+        out: dict[str, int] = {}
+        assert wl.admission is not None
+        for psa in wl.admission.podset_assignments:
+            flavor = psa.flavors.get(GPU)
+            if flavor is not None:
+                out[flavor] = out.get(flavor, 0) + psa.resource_usage.get(GPU, 0)
+        return out
+
+    def _nominal(self, cq: str, flavor: str) -> int:
+        spec = self.objs.cluster_queues.get(cq)
+        if spec is None:
+            return 0
+        for rg in spec.resource_groups:
+            for fq in rg.flavors:
+                if fq.name == flavor and GPU in fq.resources:
+                    return fq.resources[GPU].nominal
+        return 0
+
+    def _borrowed(self, cq: str) -> int:
+        return sum(max(0, used - self._nominal(cq, f))
+                   for f, used in self.gpu_usage.get(cq, {}).items())
+
+    def _account(self, t: _Tracked, wl: Workload, now: float) -> None:
+        """The GPUs beyond its ClusterQueue's nominal quota this admission adds: the workload's
+        borrowing, integrated over the time it holds the quota."""
+        assert wl.admission is not None
+        cq = wl.admission.cluster_queue
+        before = self._borrowed(cq)
+        usage = self.gpu_usage.setdefault(cq, {})
+        gpu = self._gpu_of(wl)
+        after = sum(max(0, usage.get(f, 0) + gpu.get(f, 0) - self._nominal(cq, f))
+                    for f in set(usage) | set(gpu))
+        t.borrowed_milli = max(0, after - before)
+        t.admitted_at = now
+
+    def _add_gpu(self, wl: Workload, sign: int) -> None:
+        """Count an admission (sign 1) or a release (-1) in the GPU usage and quota tree."""
+        assert wl.admission is not None
+        info = admitted_info(wl)
+        if info.cluster_queue in self.quota.cluster_queues:
+            if sign > 0:
+                self.quota.add_workload(info)
+            else:
+                self.quota.remove_workload(info)
+        usage = self.gpu_usage.setdefault(wl.admission.cluster_queue, {})
+        for f, v in self._gpu_of(wl).items():
+            usage[f] = usage.get(f, 0) + sign * v
+
+    # ---- metrics ---------------------------------------------------------------------------
+    def sample(self, now: float) -> None:
+        """One row per ClusterQueue: admitted and pending workloads, GPUs in use and borrowed,
+        and its dominant resource share (Kueue fair sharing's measure; 0 outside a cohort)."""
+        snap = self.quota
+        pending: dict[str, int] = {}
+        for e, _active in self.state.queues.pending():
+            pending[e.cluster_queue] = pending.get(e.cluster_queue, 0) + 1
+        admitted: dict[str, int] = {}
+        for wl in self.state.admitted.values():
+            assert wl.admission is not None
+            cq = wl.admission.cluster_queue
+            admitted[cq] = admitted.get(cq, 0) + 1
+        for name in sorted(self.objs.cluster_queues):
+            cqs = snap.cluster_queues.get(name)
+            share = 0.0
+            if cqs is not None and cqs.parent is not None:
+                drs = cqs.dominant_resource_share()
+                share = drs.precise_weighted_share()
+                if math.isinf(share):
+                    share = float(2**63 - 1)
+            used = sum(self.gpu_usage.get(name, {}).values())
+            self.series.append((now, name, admitted.get(name, 0), pending.get(name, 0),
+                                round(used / 1000, 3), round(self._borrowed(name) / 1000, 3),
+                                round(share, 4)))
+
+    def report(self, end: float) -> AdmissionReport:
+        for t in self.tracked.values():
+            if t.admitted_at is not None:
+                t.borrowed_milli_seconds += t.borrowed_milli * (end - t.admitted_at)
+                t.admitted_at = end
+        by_cq: dict[str, list[_Tracked]] = {name: [] for name in sorted(self.objs.cluster_queues)}
+        by_prio: dict[int, list[_Tracked]] = {}
+        for t in self.tracked.values():
+            if t.created is None:
+                continue
+            by_cq.setdefault(t.cluster_queue, []).append(t)
+            by_prio.setdefault(t.wl.priority, []).append(t)
+        reasons: dict[str, dict[str, int]] = {}
+        for _, victim, _by, why in self.preemptions:
+            cq = self.tracked[victim].cluster_queue
+            reasons.setdefault(cq, {})
+            reasons[cq][why] = reasons[cq].get(why, 0) + 1
+        queues = {name: _group_stats(ts, self.state) | {"preemptionReasons": reasons.get(name, {})}
+                  for name, ts in sorted(by_cq.items()) if name}
+        prios = {str(p): _group_stats(ts, self.state) for p, ts in sorted(by_prio.items())}
+        rows: list[tuple[object, ...]] = []
+        for scope, groups in (("clusterQueue", queues), ("priority", prios)):
+            for name, s in groups.items():
+                rows.append((scope, name, s["workloads"], s["admitted"], s["pending"],
+                             s["preempted"], s["borrowedGpuHours"], s["gangTimeouts"],
+                             *(s["waitAdmitSeconds"].get(q, "") for q in ("p50", "p95", "p99")),
+                             *(s["waitBindSeconds"].get(q, "") for q in ("p50", "p95", "p99"))))
+        return AdmissionReport(
+            summary={"cycles": self.cycles, "clusterQueues": queues, "priorities": prios,
+                     # Jobs and Workload objects: no pods are created for them (not modelled).
+                     "unsimulatedWorkloads": sorted(
+                         k for k, t in self.tracked.items()
+                         if not t.wl.pods and k not in self.state.admitted),
+                     "preemptions": len(self.preemptions),
+                     "borrowedGpuHours": round(sum(s["borrowedGpuHours"]
+                                                   for s in queues.values()), 6)},
+            rows=rows, series=self.series,
+            preemptions=[{"time": at, "workload": v, "by": by, "reason": why}
+                         for at, v, by, why in self.preemptions])
+
+
+@dataclass(slots=True)
+class AdmissionReport:
+    """What a run with Kueue adds to the outputs: per-queue and per-priority statistics, the
+    rows of queues.csv, the per-queue time series and every preemption issued."""
+
+    summary: dict[str, Any]
+    rows: list[tuple[object, ...]]
+    series: list[tuple[object, ...]]
+    preemptions: list[dict[str, Any]]
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"count": 0}
+    arr = np.array(values, dtype=np.float64)
+    out: dict[str, float] = {"count": len(values), "mean": round(float(arr.mean()), 6)}
+    for q in (50, 95, 99):
+        out[f"p{q}"] = round(float(np.percentile(arr, q)), 6)
+    out["max"] = round(float(arr.max()), 6)
+    return out
+
+
+def _group_stats(ts: list[_Tracked], state: AdmissionState) -> dict[str, Any]:
+    admit = [t.first_admitted - t.created for t in ts
+             if t.first_admitted is not None and t.created is not None]
+    bind = [t.started - t.created for t in ts if t.started is not None and t.created is not None]
+    return {
+        "workloads": len(ts),
+        "admitted": sum(1 for t in ts if t.first_admitted is not None),
+        "pending": sum(1 for t in ts if t.wl.key not in state.admitted and not t.done),
+        "preempted": sum(t.preempted for t in ts),
+        "borrowedGpuHours": round(sum(t.borrowed_milli_seconds for t in ts) / 1000 / 3600, 6),
+        "gangTimeouts": sum(t.gang_timeouts for t in ts),
+        "waitAdmitSeconds": _percentiles(admit),
+        "waitBindSeconds": _percentiles(bind),
+    }
