@@ -365,6 +365,7 @@ class ClusterState:
         self.pods_on_node[node][pi.key] = pi
         self.pods[pi.key] = pi
         pi.node = node
+        self.gpus.stamp[node] += 1
         if pi.gpu.count:
             self._place_gpu(pi, node)
         self.generation += 1
@@ -390,11 +391,17 @@ class ClusterState:
         if node < 0 or devices == pi.gpu_devices:
             return
         gpus = self.gpus
-        gpus.give_back(node, pi.gpu, pi.gpu_devices)
+        held = pi.gpu_devices
+        if held:
+            gpus.give_back(node, pi.gpu, held)
         if not gpus.valid(node, pi.gpu, devices):
-            gpus.take(node, pi.gpu, pi.gpu_devices)
+            if held:
+                gpus.take(node, pi.gpu, held)
             raise RuntimeError(f"pod {pi.key}: devices {devices} cannot hold it")
         gpus.take(node, pi.gpu, devices)
+        gpus.stamp[node] += 1
+        if not held:
+            self.gpu_unplaced -= 1
         pi.gpu_devices = devices
         self.generation += 1
 
@@ -411,6 +418,7 @@ class ClusterState:
         del self.pods_on_node[node][pi.key]
         self.pods.pop(pi.key, None)
         pi.node = -1
+        self.gpus.stamp[node] += 1
         if pi.gpu_devices:
             self.gpus.give_back(node, pi.gpu, pi.gpu_devices)
             pi.gpu_devices = ()

@@ -137,7 +137,8 @@ class TargetWorkload:
         left (any matching leading shape; ``cnt``/``use`` carry a trailing levels axis)."""
         bucket = np.searchsorted(self.cpu_thresholds, cpu_left, side="right")
         h = table[(model + 1)[..., None], np.arange(len(self.levels)), cnt, bucket[..., None]]
-        return self.total_weight * total - (use * h).sum(axis=-1)
+        out: IntArray = self.total_weight * total - (use * h).sum(axis=-1)
+        return out
 
     def node_fragmentation(self, devices: GpuDevices, nodes: IntArray,
                            cpu_left: IntArray) -> IntArray:
@@ -147,24 +148,79 @@ class TargetWorkload:
         return self.weighted(self.table(devices), devices.model[nodes], free.sum(axis=1), cnt,
                              use, cpu_left)
 
-    def share_fragmentation(self, devices: GpuDevices, nodes: IntArray, cpu_left: IntArray,
-                            milli: int) -> IntArray:
+    def share_fragmentation(self, devices: GpuDevices, nodes: IntArray, cnt: IntArray,
+                            use: IntArray, cpu_after: IntArray, milli: int) -> IntArray:
         """``W · F`` of each node after a share pod takes ``milli`` from each device in turn
-        (nodes × devices; ``cpu_left`` already lowered by the pod's CPU). Entries for devices
-        with less than ``milli`` free are meaningless and must be masked by the caller."""
+        (nodes × devices), given the nodes' level stats now and their CPU left after the pod.
+        Entries for devices with less than ``milli`` free are meaningless; callers mask them.
+
+        Only one device changes, so per level ``l`` the node's terms are: the device stays at
+        or above the level (``l < ka``: ``use_l − milli`` at the same device count), drops below
+        it (``ka ≤ l < kf``: ``use_l − free`` with one device fewer), or was below it already
+        (``l ≥ kf``: unchanged); ``kf``/``ka`` count the levels at or below the device's free
+        milli-GPU before/after. Prefix sums over levels make that one gather per device."""
         free = devices.free[nodes]
-        cnt, use = self.level_stats(free)
-        levels = self.levels
-        before = free[..., None] >= levels
-        after_free = free - milli
-        after = after_free[..., None] >= levels
-        cnt2 = cnt[:, None, :] - before + after
-        use2 = use[:, None, :] - before * free[..., None] + after * after_free[..., None]
+        table = self.table(devices)
+        n, levels = len(nodes), len(self.levels)
+        bucket = np.searchsorted(self.cpu_thresholds, cpu_after, side="right")[:, None]
+        model = (devices.model[nodes] + 1)[:, None]
+        lv = np.arange(levels)
+        h0 = table[model, lv, cnt, bucket]
+        h1 = table[model, lv, np.maximum(cnt - 1, 0), bucket]
+
+        def prefix(x: IntArray) -> IntArray:
+            out = np.zeros((n, levels + 1), dtype=np.int64)
+            np.cumsum(x, axis=1, out=out[:, 1:])
+            return out
+
+        cum_a, cum_p, cum_b, cum_q = prefix(use * h0), prefix(h0), prefix(use * h1), prefix(h1)
+        kf = np.searchsorted(self.levels, free, side="right")
+        ka = np.searchsorted(self.levels, free - milli, side="right")
+        rows = np.arange(n)[:, None]
+        kept = cum_a[rows, ka] - milli * cum_p[rows, ka]
+        dropped = (cum_b[rows, kf] - cum_b[rows, ka]) - free * (cum_q[rows, kf] - cum_q[rows, ka])
+        above = cum_a[:, levels][:, None] - cum_a[rows, kf]
         total = free.sum(axis=1)[:, None] - milli
-        shape = free.shape
-        return self.weighted(self.table(devices), np.broadcast_to(devices.model[nodes][:, None],
-                             shape), np.broadcast_to(total, shape), cnt2, use2,
-                             np.broadcast_to(cpu_left[:, None], shape))
+        out: IntArray = self.total_weight * total - (kept + dropped + above)
+        return out
+
+
+class NodeStatsCache:
+    """Each node slot's level stats and ``W · F``, recomputed only for nodes whose state moved
+    (:attr:`GpuDevices.stamp`) since they were last asked for; one pod changes one node."""
+
+    def __init__(self, workload: TargetWorkload) -> None:
+        self.workload = workload
+        self._key: tuple[int, int, int] = (-1, -1, -1)
+        self._stamp = np.zeros(0, dtype=np.int64)
+        self._cnt = np.zeros((0, 0), dtype=np.int64)
+        self._use = np.zeros((0, 0), dtype=np.int64)
+        self._frag = np.zeros(0, dtype=np.int64)
+
+    def stats(self, devices: GpuDevices, nodes: IntArray,
+              cpu_left: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+        """(cnt, use, W · F) of ``nodes`` now; ``cpu_left`` is aligned with ``nodes``."""
+        rows = devices.free.shape[0]
+        key = (len(devices.models), devices.width, rows)
+        if key != self._key:
+            levels = len(self.workload.levels)
+            self._key = key
+            self._stamp = np.full(rows, -1, dtype=np.int64)
+            self._cnt = np.zeros((rows, levels), dtype=np.int64)
+            self._use = np.zeros((rows, levels), dtype=np.int64)
+            self._frag = np.zeros(rows, dtype=np.int64)
+        stale = np.flatnonzero(self._stamp[nodes] != devices.stamp[nodes])
+        if len(stale):
+            ids = nodes[stale]
+            free = devices.free[ids]
+            cnt, use = self.workload.level_stats(free)
+            self._cnt[ids] = cnt
+            self._use[ids] = use
+            self._frag[ids] = self.workload.weighted(
+                self.workload.table(devices), devices.model[ids], free.sum(axis=1), cnt, use,
+                cpu_left[stale])
+            self._stamp[ids] = devices.stamp[ids]
+        return self._cnt[nodes], self._use[nodes], self._frag[nodes]
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ BoolArray = npt.NDArray[np.bool_]
 class GpuDevices:
     """Per node slot: device count, model id and free milli-GPU of each device."""
 
-    __slots__ = ("count", "free", "kinds", "model", "model_ids", "models", "width")
+    __slots__ = ("count", "free", "kinds", "model", "model_ids", "models", "stamp", "width")
 
     def __init__(self, capacity: int) -> None:
         self.width = 0  # largest device count of any node
@@ -35,6 +35,8 @@ class GpuDevices:
         self.kinds = np.zeros((capacity, 1), dtype=np.int64)
         self.count = np.zeros(capacity, dtype=np.int64)
         self.model = np.full(capacity, -1, dtype=np.int64)
+        # Bumped whenever a node's devices, CPU or pods change, so per-node caches know.
+        self.stamp = np.zeros(capacity, dtype=np.int64)
         self.models: list[str] = []  # model id -> name
         self.model_ids: dict[str, int] = {}
 
@@ -51,7 +53,10 @@ class GpuDevices:
         count[:old] = self.count
         model = np.full(capacity, -1, dtype=np.int64)
         model[:old] = self.model
+        stamp = np.zeros(capacity, dtype=np.int64)
+        stamp[:old] = self.stamp
         self.free, self.kinds, self.count, self.model = free, kinds, count, model
+        self.stamp = stamp
 
     def _widen(self, width: int) -> None:
         if width <= self.width:
@@ -79,6 +84,7 @@ class GpuDevices:
                  held: list[tuple[GpuDemand, tuple[int, ...]]]) -> None:
         """(Re)define a node's devices; ``held`` are the demands and devices of its pods."""
         self._widen(count)
+        self.stamp[idx] += 1
         self.count[idx] = count
         self.model[idx] = self.model_id(model)
         row = self.free[idx]
@@ -93,6 +99,7 @@ class GpuDevices:
         np.maximum(row, 0, out=row)
 
     def clear_node(self, idx: int) -> None:
+        self.stamp[idx] += 1
         self.count[idx] = 0
         self.model[idx] = -1
         self.free[idx] = 0
@@ -134,7 +141,8 @@ class GpuDevices:
         """Per node, how many devices have at least ``milli`` free."""
         if self.width == 0:
             return np.zeros(len(nodes), dtype=np.int64)
-        return np.count_nonzero(self.free[nodes] >= milli, axis=1).astype(np.int64)
+        counts: IntArray = np.count_nonzero(self.free[nodes] >= milli, axis=1).astype(np.int64)
+        return counts
 
     def model_allowed(self, nodes: IntArray, spec: tuple[str, ...]) -> BoolArray:
         """Per node, whether its GPU model is in ``spec`` (any model with a GPU when empty)."""

@@ -26,6 +26,13 @@ MODULES = (
     "default_preemption",
     "balanced_allocation",
     "default_binder",
+    "gpu_devices",
+    "random_score",
+    "dot_product_score",
+    "gpu_clustering_score",
+    "gpu_packing_score",
+    "best_fit_score",
+    "fgd_score",
 )
 
 
