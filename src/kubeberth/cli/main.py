@@ -154,6 +154,15 @@ def list_plugins(plugin: PluginOpt = None) -> None:
         console.print(plugin_table(registry))
 
 
+def _register_experiments() -> None:
+    from kubeberth.cli.experiment import app as experiment_app
+
+    app.add_typer(experiment_app, name="experiment")
+
+
+_register_experiments()
+
+
 @app.command()
 def version() -> None:
     """Print the kubeberth version."""

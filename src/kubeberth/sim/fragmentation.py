@@ -252,7 +252,7 @@ def _write_csv(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     os.replace(tmp, path)
 
 
-def _read_csv(path: Path) -> list[dict[str, str]]:
+def read_results(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as f:
         return list(csv.DictReader(f))
 
@@ -301,7 +301,7 @@ def run_grid(specs: Sequence[RunSpec], out: Path, execute: Executor,
     execute(todo, done)
     merged: list[dict[str, Any]] = []
     for s in dict.fromkeys(specs):
-        merged.extend(_read_csv(runs / s.file_name))
+        merged.extend(read_results(runs / s.file_name))
     merged.sort(key=_sort_key)
     path = out / RESULTS_CSV
     _write_csv(path, merged)
