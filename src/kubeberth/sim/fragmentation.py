@@ -6,10 +6,11 @@ replacement by the same generator) appended until the arrived GPU demand would p
 ``tune`` × the cluster's GPU capacity (a ``tune`` below the trace's own demand drops random pods
 instead); each pod scheduled once in that order by the scheduling framework with the policy's
 profile, and never departing. At every whole percent of arrived GPU demand the run records
-the allocated GPU share, the fragmentation (free GPU capacity the target workload cannot use,
-:mod:`kubeberth.state.fragmentation`) as a share of all GPUs and of idle GPUs, and the pods that
-failed so far. The target workload is the trace's own pod-type distribution (its most popular
-types making 95 % of the pods), as in the paper.
+the allocated GPU share (the last pod's arrival, which stops just short of ``tune`` ×
+capacity, counts as the tune's own percent), the fragmentation (free GPU capacity the target
+workload cannot use, :mod:`kubeberth.state.fragmentation`) as a share of all GPUs and of idle
+GPUs, and the pods that failed so far. The target workload is the trace's own pod-type
+distribution (its most popular types making 95 % of the pods), as in the paper.
 
 A grid of runs goes to a process pool (one run per task) or a Ray cluster; each finished run is
 kept as its own CSV under ``runs/`` so an interrupted grid resumes, and all runs are merged into
@@ -219,14 +220,23 @@ def run_one(spec: RunSpec) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     arrived = failed = 0
     next_pct = 1
-    for seq, tp in enumerate(stream):
-        pi = make_pod_info(tp.pod, seq=seq)
-        arrived += pi.gpu.total_milli
-        sched.add(pi)
-        res = sched.schedule_one()
-        if res is None or res.outcome != "assumed" or not sched.bind(res).ok:
-            failed += 1
-        while arrived * 100 >= next_pct * capacity:
+    last_pct = round(spec.tune * 100)
+
+    def due() -> bool:
+        return arrived * 100 >= next_pct * capacity
+
+    stream_end: list[TracePod | None] = [*stream, None]
+    for seq, tp in enumerate(stream_end):
+        if tp is not None:
+            pi = make_pod_info(tp.pod, seq=seq)
+            arrived += pi.gpu.total_milli
+            sched.add(pi)
+            res = sched.schedule_one()
+            if res is None or res.outcome != "assumed" or not sched.bind(res).ok:
+                failed += 1
+        # After the last pod, its arrival (just short of tune × capacity, clones stop below it)
+        # counts as the tune's percent.
+        while due() or (tp is None and next_pct <= last_pct):
             left = snap.allocatable[all_nodes, cpu_col] - snap.requested[all_nodes, cpu_col]
             frag = cluster_fragmentation(target, snap.gpus, all_nodes, left)
             allocated = capacity - frag.idle_milli

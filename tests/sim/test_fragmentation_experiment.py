@@ -1,0 +1,128 @@
+"""The fragmentation experiment: inflation, the metric, determinism, resume, CLI and Ray."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from kubeberth.api.errors import InputError
+from kubeberth.cli.main import app
+from kubeberth.sim import fragmentation as fx
+from kubeberth.state.cluster import make_pod_info
+from kubeberth.state.fragmentation import TargetWorkload, cluster_fragmentation
+
+CAPACITY = 6212 * 1000
+
+
+@pytest.fixture(scope="module")
+def default_pods() -> list[fx.TracePod]:
+    return fx.load_trace("default")
+
+
+def demand(pods: list[fx.TracePod]) -> int:
+    return sum(make_pod_info(tp.pod).gpu.total_milli for tp in pods)
+
+
+def test_inflation_reaches_tune_with_clones(default_pods: list[fx.TracePod]) -> None:
+    stream = fx.inflate(default_pods, CAPACITY, 1.3, np.random.default_rng(42))
+    total = demand(stream)
+    assert total <= 1.3 * CAPACITY
+    assert total > 1.3 * CAPACITY - 8000  # stops at the first clone that would pass the target
+    names = [tp.pod.metadata.name for tp in stream]
+    assert len(set(names)) == len(names)
+    originals = names[: len(default_pods)]
+    assert sorted(originals) == sorted(tp.pod.metadata.name for tp in default_pods)
+    assert originals != [tp.pod.metadata.name for tp in default_pods]  # shuffled
+    assert all("-tuned-" in n for n in names[len(default_pods):])
+
+
+def test_inflation_is_seeded_and_can_shrink(default_pods: list[fx.TracePod]) -> None:
+    a = fx.inflate(default_pods, CAPACITY, 1.3, np.random.default_rng(7))
+    b = fx.inflate(default_pods, CAPACITY, 1.3, np.random.default_rng(7))
+    c = fx.inflate(default_pods, CAPACITY, 1.3, np.random.default_rng(8))
+    assert [tp.pod.metadata.name for tp in a] == [tp.pod.metadata.name for tp in b]
+    assert [tp.pod.metadata.name for tp in a] != [tp.pod.metadata.name for tp in c]
+    small = fx.inflate(default_pods, CAPACITY, 0.5, np.random.default_rng(7))
+    assert demand(small) <= 0.5 * CAPACITY < demand(default_pods)
+
+
+def test_one_run_rows_and_determinism() -> None:
+    spec = fx.RunSpec("GpuPacking", "default", 3, 0.04)
+    rows = fx.run_one(spec)
+    assert [r["arrived_pct"] for r in rows] == [1, 2, 3, 4]
+    assert all(set(r) == set(fx.COLUMNS) for r in rows)
+    assert float(rows[-1]["allocated_pct"]) <= 4.0 + 1e-9
+    assert fx.run_one(spec) == rows
+
+
+def test_metric_on_an_empty_cluster_counts_only_cpu_types() -> None:
+    from kubeberth.state.cluster import ClusterState
+    from kubeberth.state.fragmentation import PodType
+
+    snap = ClusterState()
+    for node in fx.read_openb_nodes(fx._bundled(fx.GPU_NODES)):
+        snap.add_node(node)
+    nodes = snap.node_ids()
+    cpu = snap.col("cpu")
+    target = TargetWorkload({PodType(1000, 500, 1): 3, PodType(1000, 0, 0): 1})
+    frag = cluster_fragmentation(target, snap.gpus, nodes, snap.allocatable[nodes, cpu])
+    assert frag.total_milli == CAPACITY == frag.idle_milli
+    # A quarter of the workload cannot use GPUs at all; the share pods fit everywhere.
+    assert frag.pct_of_total == pytest.approx(25.0)
+    assert frag.pct_of_idle == pytest.approx(25.0)
+
+
+def test_grid_resumes_and_is_byte_identical(tmp_path: Path) -> None:
+    specs = [fx.RunSpec(p, "default", s, 0.02) for p in ("FGD", "Random") for s in (1, 2)]
+    csv1 = fx.run_grid(specs, tmp_path, fx.local_pool(1)).read_bytes()
+    ran: list[fx.RunSpec] = []
+
+    def only_missing(todo: list[fx.RunSpec], done: object) -> None:
+        ran.extend(todo)
+        fx.local_pool(1)(todo, done)  # type: ignore[arg-type]
+
+    (tmp_path / fx.RUNS_DIR / specs[1].file_name).unlink()
+    csv2 = fx.run_grid(specs, tmp_path, only_missing).read_bytes()
+    assert ran == [specs[1]]
+    assert csv1 == csv2
+    lines = csv1.decode().splitlines()
+    assert lines[0] == ",".join(fx.COLUMNS)
+    assert len(lines) == 1 + 4 * 2
+    assert lines[1].startswith("Random,default,1,")  # sorted: trace, policy order, seed
+
+
+def test_names_are_checked() -> None:
+    with pytest.raises(InputError, match="--policy"):
+        fx.check_policy("Tetris")
+    with pytest.raises(InputError, match="--trace"):
+        fx.check_trace("nope")
+    assert fx.check_trace("gpuspec33") == "gpuspec33"
+    assert len(fx.TRACES) == 24 + 0 and "default" in fx.TRACES
+
+
+def test_cli_writes_csv_and_report(tmp_path: Path) -> None:
+    runner = CliRunner()
+    args = ["experiment", "fragmentation", "--policy", "BestFit", "--policy", "DotProd",
+            "--seed", "5", "--tune", "0.02", "-o", str(tmp_path), "-j", "2"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    html = (tmp_path / "fragmentation.html").read_text()
+    assert html.count("data:image/png;base64,") == 2 and "DotProd" in html
+    first = (tmp_path / "fragmentation.html").read_bytes()
+    assert runner.invoke(app, args).exit_code == 0
+    assert (tmp_path / "fragmentation.html").read_bytes() == first
+    bad = runner.invoke(app, ["experiment", "fragmentation", "--policy", "Nope"])
+    assert bad.exit_code == 2 and "unknown policy" in bad.output
+
+
+def test_ray_gives_the_same_results(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="Ray is the optional extra kubeberth[ray]")
+    from kubeberth.cli.experiment import _ray_executor
+
+    specs = [fx.RunSpec("BestFit", "default", 1, 0.02)]
+    via_ray = fx.run_grid(specs, tmp_path / "ray", _ray_executor("local")).read_bytes()
+    local = fx.run_grid(specs, tmp_path / "local", fx.local_pool(1)).read_bytes()
+    assert via_ray == local
