@@ -11,40 +11,41 @@ from typer.testing import CliRunner
 from kubeberth.api.errors import InputError
 from kubeberth.cli.main import app
 from kubeberth.sim import fragmentation as fx
-from kubeberth.state.cluster import make_pod_info
+from kubeberth.state.cluster import PodInfo, make_pod_info
 from kubeberth.state.fragmentation import TargetWorkload, cluster_fragmentation
 
 CAPACITY = 6212 * 1000
 
 
 @pytest.fixture(scope="module")
-def default_pods() -> list[fx.TracePod]:
-    return fx.load_trace("default")
+def default_pods() -> list[PodInfo]:
+    return [make_pod_info(tp.pod) for tp in fx.load_trace("default")]
 
 
-def demand(pods: list[fx.TracePod]) -> int:
-    return sum(make_pod_info(tp.pod).gpu.total_milli for tp in pods)
+def demand(pods: list[PodInfo]) -> int:
+    return sum(pi.gpu.total_milli for pi in pods)
 
 
-def test_inflation_reaches_tune_with_clones(default_pods: list[fx.TracePod]) -> None:
+def test_inflation_reaches_tune_with_clones(default_pods: list[PodInfo]) -> None:
     stream = fx.inflate(default_pods, CAPACITY, 1.3, np.random.default_rng(42))
     total = demand(stream)
     assert total <= 1.3 * CAPACITY
     assert total > 1.3 * CAPACITY - 8000  # stops at the first clone that would pass the target
-    names = [tp.pod.metadata.name for tp in stream]
-    assert len(set(names)) == len(names)
+    names = [pi.name for pi in stream]
+    assert len(set(names)) == len(names) and len({pi.key for pi in stream}) == len(names)
+    assert [pi.seq for pi in stream] == list(range(len(stream)))
     originals = names[: len(default_pods)]
-    assert sorted(originals) == sorted(tp.pod.metadata.name for tp in default_pods)
-    assert originals != [tp.pod.metadata.name for tp in default_pods]  # shuffled
+    assert sorted(originals) == sorted(pi.name for pi in default_pods)
+    assert originals != [pi.name for pi in default_pods]  # shuffled
     assert all("-tuned-" in n for n in names[len(default_pods):])
 
 
-def test_inflation_is_seeded_and_can_shrink(default_pods: list[fx.TracePod]) -> None:
+def test_inflation_is_seeded_and_can_shrink(default_pods: list[PodInfo]) -> None:
     a = fx.inflate(default_pods, CAPACITY, 1.3, np.random.default_rng(7))
     b = fx.inflate(default_pods, CAPACITY, 1.3, np.random.default_rng(7))
     c = fx.inflate(default_pods, CAPACITY, 1.3, np.random.default_rng(8))
-    assert [tp.pod.metadata.name for tp in a] == [tp.pod.metadata.name for tp in b]
-    assert [tp.pod.metadata.name for tp in a] != [tp.pod.metadata.name for tp in c]
+    assert [pi.name for pi in a] == [pi.name for pi in b]
+    assert [pi.name for pi in a] != [pi.name for pi in c]
     small = fx.inflate(default_pods, CAPACITY, 0.5, np.random.default_rng(7))
     assert demand(small) <= 0.5 * CAPACITY < demand(default_pods)
 

@@ -20,6 +20,7 @@ one tidy CSV, sorted, so the same grid always gives the same bytes.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -149,17 +150,12 @@ def policy_config(policy: str, target: dict[PodType, int]) -> SchedulerConfigura
                                   percentage_of_nodes_to_score=100)
 
 
-def _gpu_milli(tp: TracePod) -> int:
-    requests = make_pod_info(tp.pod).gpu
-    return requests.total_milli
-
-
-def inflate(pods: Sequence[TracePod], capacity_milli: int, tune: float,
-            rng: np.random.Generator) -> list[TracePod]:
+def inflate(pods: Sequence[PodInfo], capacity_milli: int, tune: float,
+            rng: np.random.Generator) -> list[PodInfo]:
     """The arrival order of one run: ``pods`` shuffled, then clones sampled with replacement
     (named ``<name>-tuned-<i>``) while the arrived GPU demand stays within ``tune`` ×
     ``capacity_milli``; when the trace alone exceeds it, random pods are dropped instead."""
-    demand = [_gpu_milli(tp) for tp in pods]
+    demand = [pi.gpu.total_milli for pi in pods]
     order = rng.permutation(len(pods))
     stream = [pods[i] for i in order]
     stream_demand = [demand[i] for i in order]
@@ -175,27 +171,31 @@ def inflate(pods: Sequence[TracePod], capacity_milli: int, tune: float,
         if total + demand[k] > target:
             break
         src = pods[k]
-        meta = msgspec.structs.replace(src.pod.metadata, name=f"{src.pod.metadata.name}-tuned-{i}")
-        stream.append(TracePod(msgspec.structs.replace(src.pod, metadata=meta), src.arrival,
-                               src.duration))
+        meta = msgspec.structs.replace(src.pod.metadata, name=f"{src.name}-tuned-{i}")
+        pod = msgspec.structs.replace(src.pod, metadata=meta)
+        stream.append(dataclasses.replace(src, pod=pod, key=pod.key))
         total += demand[k]
         i += 1
-    return stream
+    return [dataclasses.replace(pi, seq=seq) for seq, pi in enumerate(stream)]
 
 
-def target_workload_counts(pods: Iterable[TracePod]) -> dict[PodType, int]:
+def target_workload_counts(pods: Iterable[PodInfo]) -> dict[PodType, int]:
     """The trace's pod types and their counts."""
     counts: dict[PodType, int] = {}
-    for tp in pods:
-        pi = make_pod_info(tp.pod)
+    for pi in pods:
         t = PodType.of(pi.requests.get(CPU, 0), pi.gpu)
         counts[t] = counts.get(t, 0) + 1
     return counts
 
 
+def _shape(pod: PodInfo) -> tuple[object, ...]:
+    """What decides whether a pod fits somewhere in this profile: requests and GPU models."""
+    return (*sorted(pod.requests.items()), pod.gpu.spec)
+
+
 def run_one(spec: RunSpec) -> list[dict[str, Any]]:
     """One run; rows of :data:`COLUMNS`, one per whole percent of arrived GPU demand."""
-    pods = load_trace(spec.trace)
+    pods = [make_pod_info(tp.pod) for tp in load_trace(spec.trace)]
     nodes = read_openb_nodes(_bundled(GPU_NODES))
     counts = target_workload_counts(pods)
     typical = typical_pod_types(counts, DEFAULT_POPULARITY)
@@ -225,18 +225,25 @@ def run_one(spec: RunSpec) -> list[dict[str, Any]]:
     def due() -> bool:
         return arrived * 100 >= next_pct * capacity
 
-    stream_end: list[TracePod | None] = [*stream, None]
-    for seq, tp in enumerate(stream_end):
-        if tp is not None:
-            pi = make_pod_info(tp.pod, seq=seq)
+    # Shapes that fit nowhere: nothing departs, so they never fit again, and sparing them the
+    # scheduling cycle (whose cost is writing the FitError) changes no state or random draw.
+    hopeless: set[tuple[object, ...]] = set()
+    stream_end: list[PodInfo | None] = [*stream, None]
+    for pi in stream_end:
+        if pi is not None:
             arrived += pi.gpu.total_milli
-            sched.add(pi)
-            res = sched.schedule_one()
-            if res is None or res.outcome != "assumed" or not sched.bind(res).ok:
+            shape = _shape(pi)
+            if shape in hopeless:
                 failed += 1
+            else:
+                sched.add(pi)
+                res = sched.schedule_one()
+                if res is None or res.outcome != "assumed" or not sched.bind(res).ok:
+                    failed += 1
+                    hopeless.add(shape)
         # After the last pod, its arrival (just short of tune × capacity, clones stop below it)
         # counts as the tune's percent.
-        while due() or (tp is None and next_pct <= last_pct):
+        while due() or (pi is None and next_pct <= last_pct):
             left = snap.allocatable[all_nodes, cpu_col] - snap.requested[all_nodes, cpu_col]
             frag = cluster_fragmentation(target, snap.gpus, all_nodes, left)
             allocated = capacity - frag.idle_milli

@@ -136,7 +136,7 @@ class TargetWorkload:
         """``W · F`` for node states given by their model id, total free, level stats and CPU
         left (any matching leading shape; ``cnt``/``use`` carry a trailing levels axis)."""
         bucket = np.searchsorted(self.cpu_thresholds, cpu_left, side="right")
-        h = table[(model + 1)[..., None], np.arange(len(self.levels)), cnt, bucket[..., None]]
+        h = _lookup(table, model, cnt, bucket)
         out: IntArray = self.total_weight * total - (use * h).sum(axis=-1)
         return out
 
@@ -162,11 +162,10 @@ class TargetWorkload:
         free = devices.free[nodes]
         table = self.table(devices)
         n, levels = len(nodes), len(self.levels)
-        bucket = np.searchsorted(self.cpu_thresholds, cpu_after, side="right")[:, None]
-        model = (devices.model[nodes] + 1)[:, None]
-        lv = np.arange(levels)
-        h0 = table[model, lv, cnt, bucket]
-        h1 = table[model, lv, np.maximum(cnt - 1, 0), bucket]
+        bucket = np.searchsorted(self.cpu_thresholds, cpu_after, side="right")
+        model = devices.model[nodes]
+        h0 = _lookup(table, model, cnt, bucket)
+        h1 = _lookup(table, model, np.maximum(cnt - 1, 0), bucket)
 
         def prefix(x: IntArray) -> IntArray:
             out = np.zeros((n, levels + 1), dtype=np.int64)
@@ -183,6 +182,15 @@ class TargetWorkload:
         total = free.sum(axis=1)[:, None] - milli
         out: IntArray = self.total_weight * total - (kept + dropped + above)
         return out
+
+
+def _lookup(table: IntArray, model: IntArray, cnt: IntArray, bucket: IntArray) -> IntArray:
+    """``table[model + 1, l, cnt[..., l], bucket]`` for every level l, as one flat take (a
+    four-array fancy index costs several times more)."""
+    _, levels, counts, buckets = table.shape
+    base = ((model + 1)[..., None] * levels + np.arange(levels)) * counts
+    flat: IntArray = table.ravel().take((base + cnt) * buckets + bucket[..., None])
+    return flat
 
 
 class NodeStatsCache:

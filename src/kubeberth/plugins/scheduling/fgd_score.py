@@ -47,6 +47,7 @@ from kubeberth.state.fragmentation import (
 )
 
 NAME = "FGDScore"
+_MEMO_LIMIT = 4096
 _TYPE_FIELDS = ("cpuMilli", "gpuMilli", "gpuCount", "gpuSpec", "weight")
 
 
@@ -101,6 +102,9 @@ class FGDScore(ScorePlugin):
                 dict(args.target_workload), args.popularity_threshold)))
         self._fixed = self._cache is not None
         self._seen: dict[PodType, int] = {}
+        # (pod shape, table shape) -> per node slot: stamp when scored, score, device.
+        self._memo: dict[tuple[PodType, int, int, int],
+                         tuple[IntArray, IntArray, IntArray]] = {}
 
     def cache(self, pod: PodInfo) -> NodeStatsCache:
         """Node stats against the fixed target workload, or against the pods seen so far with
@@ -115,6 +119,43 @@ class FGDScore(ScorePlugin):
     def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
               nodes: IntArray) -> IntArray:
         cache = self.cache(pod)
+        if not self._fixed:
+            score, device = self._compute(cache, pod, snap, nodes)
+        else:
+            score, device = self._memoised(cache, pod, snap, nodes)
+        if pod.gpu.is_share:
+            record_choice(state, nodes, device)
+        return score
+
+    def _memoised(self, cache: NodeStatsCache, pod: PodInfo, snap: ClusterState,
+                  nodes: IntArray) -> tuple[IntArray, IntArray]:
+        """Scores per node slot are kept per pod shape and recomputed only for nodes whose state
+        moved since (one pod changes one node), which is what makes FGD cheap on a trace whose
+        pods come in a few dozen shapes."""
+        gpus = snap.gpus
+        key = (PodType.of(pod_cpu(pod), pod.gpu), len(gpus.models), gpus.width,
+               gpus.free.shape[0])
+        memo = self._memo.get(key)
+        if memo is None:
+            if len(self._memo) >= _MEMO_LIMIT:
+                self._memo.clear()
+            rows = gpus.free.shape[0]
+            memo = self._memo[key] = (np.full(rows, -1, dtype=np.int64),
+                                      np.zeros(rows, dtype=np.int64),
+                                      np.zeros(rows, dtype=np.int64))
+        stamps, scores, devices = memo
+        stale = nodes[stamps[nodes] != gpus.stamp[nodes]]
+        if len(stale):
+            score, device = self._compute(cache, pod, snap, stale)
+            scores[stale] = score
+            devices[stale] = device
+            stamps[stale] = gpus.stamp[stale]
+        return scores[nodes], devices[nodes]
+
+    @staticmethod
+    def _compute(cache: NodeStatsCache, pod: PodInfo, snap: ClusterState,
+                 nodes: IntArray) -> tuple[IntArray, IntArray]:
+        """Scores of ``nodes`` and, for a share pod, the best device on each."""
         target = cache.workload
         gpus = snap.gpus
         gpu = pod.gpu
@@ -127,14 +168,13 @@ class FGDScore(ScorePlugin):
             per_device = sigmoid_score(before[:, None] - after, scale)
             per_device[gpus.free[nodes] < gpu.milli] = -1
             device = np.argmax(per_device, axis=1)
-            record_choice(state, nodes, device)
             best: IntArray = np.maximum(per_device[np.arange(len(nodes)), device], 0)
-            return best
+            return best, device
         taken = gpu.count * MILLI_PER_GPU
         after = target.weighted(target.table(gpus), gpus.model[nodes],
                                 gpus.free[nodes].sum(axis=1) - taken,
                                 np.maximum(cnt - gpu.count, 0), use - taken, left - cpu)
-        return sigmoid_score(before - after, scale)
+        return sigmoid_score(before - after, scale), np.zeros(len(nodes), dtype=np.int64)
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> FGDScore:

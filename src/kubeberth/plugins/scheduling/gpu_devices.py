@@ -83,13 +83,15 @@ class GpuDevices(PreFilterPlugin, FilterPlugin, ReservePlugin, EnqueueExtensions
         if gpu.count == 0:
             return all_pass(len(nodes))
         gpus = snap.gpus
-        reason = np.zeros(len(nodes), dtype=np.int32)
         enough = gpus.fitting_devices(nodes, gpu.milli) >= gpu.count
-        reason[~enough] = 3
-        reason[~gpus.model_allowed(nodes, gpu.spec)] = 2
-        reason[gpus.count[nodes] == 0] = 1
-        if not reason.any():
+        allowed = gpus.model_allowed(nodes, gpu.spec) if gpu.spec else None
+        if enough.all() and (allowed is None or allowed.all()):
             return all_pass(len(nodes))
+        # Reasons by precedence: no GPU at all, then the model, then the devices.
+        reason = np.where(enough, 0, 3).astype(np.int32)
+        if allowed is not None:
+            reason[~allowed] = 2
+        reason[gpus.count[nodes] == 0] = 1
         codes = np.where(reason == 3, np.int8(Code.UNSCHEDULABLE),
                          np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)).astype(np.int8)
         codes[reason == 0] = 0
