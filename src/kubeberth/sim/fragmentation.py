@@ -183,7 +183,7 @@ def target_workload_counts(pods: Iterable[PodInfo]) -> dict[PodType, int]:
     """The trace's pod types and their counts."""
     counts: dict[PodType, int] = {}
     for pi in pods:
-        t = PodType.of(pi.requests.get(CPU, 0), pi.gpu)
+        t = PodType.of(pi.non_zero.get(CPU, 0), pi.gpu)
         counts[t] = counts.get(t, 0) + 1
     return counts
 

@@ -50,7 +50,9 @@ def cpu_left(snap: ClusterState, nodes: IntArray) -> IntArray:
 
 
 def pod_cpu(pod: PodInfo) -> int:
-    return pod.requests.get(CPU, 0)
+    """The pod's millicores as the artifact counts them: the non-zero request (100m for a
+    container that names no CPU request)."""
+    return pod.non_zero.get(CPU, 0)
 
 
 def clamp_score(scores: IntArray) -> IntArray:
