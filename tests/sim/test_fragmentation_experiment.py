@@ -56,6 +56,8 @@ def test_one_run_rows_and_determinism() -> None:
     assert [r["arrived_pct"] for r in rows] == [1, 2, 3, 4]
     assert all(set(r) == set(fx.COLUMNS) for r in rows)
     assert float(rows[-1]["allocated_pct"]) <= 4.0 + 1e-9
+    free8 = [int(r["free_8gpu_nodes"]) for r in rows]
+    assert 0 < free8[-1] <= free8[0] < 617  # 617 openb nodes have 8 GPUs; pods never leave
     assert fx.run_one(spec) == rows
 
 

@@ -67,7 +67,7 @@ TRACES = (
 )
 GPU_NODES = "openb_node_list_gpu_node.csv.gz"
 COLUMNS = ("policy", "trace", "seed", "tune", "arrived_pct", "allocated_pct", "frag_pct",
-           "frag_idle_pct", "failed_pods", "unallocated_gpus")
+           "frag_idle_pct", "failed_pods", "unallocated_gpus", "free_8gpu_nodes")
 RESULTS_CSV = "fragmentation.csv"
 RUNS_DIR = "runs"
 
@@ -217,6 +217,8 @@ def run_one(spec: RunSpec) -> list[dict[str, Any]]:
     sched = Scheduler(policy_config(spec.policy, typical), in_tree_registry(), snap,
                       clock=lambda: 0.0, seed=spec.seed, binder=bind, evictor=evict)
     cpu_col = snap.col(CPU)
+    gpus = snap.gpus
+    eight = gpus.count[all_nodes] == 8
     rows: list[dict[str, Any]] = []
     arrived = failed = 0
     next_pct = 1
@@ -254,6 +256,8 @@ def run_one(spec: RunSpec) -> list[dict[str, Any]]:
                 "frag_pct": f"{frag.pct_of_total:.4f}",
                 "frag_idle_pct": f"{frag.pct_of_idle:.4f}", "failed_pods": failed,
                 "unallocated_gpus": f"{frag.idle_milli / 1000:.3f}",
+                "free_8gpu_nodes": int(np.count_nonzero(eight & (gpus.free[all_nodes] == 1000)
+                                                        .all(axis=1))),
             })
             next_pct += 1
     return rows
