@@ -33,6 +33,7 @@ MODULES = (
     "gpu_packing_score",
     "best_fit_score",
     "fgd_score",
+    "network_capacity",
 )
 
 
