@@ -83,7 +83,8 @@ def render(rows: list[dict[str, str]], path: Path) -> Path:
             hi = np.array([max(by_x[x]) for x in xs])
             (line,) = ax.plot(xs, ys, label=policy)
             ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color())
-        ax.plot([0, top], [0, min(top, 100)], ls=":", color="gray", label="ideal")
+        ideal_x = [0, 100, top] if top > 100 else [0, top]
+        ax.plot(ideal_x, [min(x, 100) for x in ideal_x], ls=":", color="gray", label="ideal")
         ax.set_xlabel("arrived GPU demand (% of cluster GPUs)")
         ax.set_ylabel("GPU allocation (%)")
         ax.legend(fontsize=8)
