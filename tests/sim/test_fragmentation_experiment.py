@@ -129,3 +129,25 @@ def test_ray_gives_the_same_results(tmp_path: Path) -> None:
     via_ray = fx.run_grid(specs, tmp_path / "ray", _ray_executor("local")).read_bytes()
     local = fx.run_grid(specs, tmp_path / "local", fx.local_pool(1)).read_bytes()
     assert via_ray == local
+
+
+def test_simulate_series_carry_fragmentation(tmp_path: Path) -> None:
+    """`kubeberth simulate` samples GPU fragmentation and fully free 8-GPU nodes over time."""
+    from kubeberth.config.scheduler import load_scheduler_config
+    from kubeberth.plugins.scheduling import in_tree_registry
+    from kubeberth.sim.engine import Simulation
+    from kubeberth.sim.metrics import SERIES_COLUMNS
+    from kubeberth.sim.traces import Workload
+
+    nodes = fx.read_openb_nodes(fx._bundled(fx.GPU_NODES))[:40]
+    pods = fx.load_trace("default")[:300]
+    sim = Simulation(Workload(nodes, pods, "small", "test"), load_scheduler_config(None),
+                     in_tree_registry(), seed=1, sample_interval=500_000.0)
+    sim.run()
+    frag = SERIES_COLUMNS.index("gpu_frag_pct")
+    free8 = SERIES_COLUMNS.index("free_8gpu_nodes")
+    rows = sim.metrics.rows
+    eight = sum(1 for n in nodes if n.status.allocatable.get("nvidia.com/gpu") == 8)
+    assert 0 < rows[0][free8] <= eight and rows[0][frag] > 0  # CPU-only types see idle GPUs
+    assert all(0 <= r[frag] <= 100 and 0 <= r[free8] <= eight for r in rows)
+    assert min(r[free8] for r in rows) < eight
