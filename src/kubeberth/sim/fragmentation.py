@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import gzip
 import io
 import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -110,8 +111,6 @@ def check_trace(name: str) -> str:
 
 def _bundled(filename: str) -> io.StringIO:
     data = resources.files("kubeberth.sim").joinpath("data").joinpath(filename).read_bytes()
-    import gzip
-
     stream = io.StringIO(gzip.decompress(data).decode("utf-8"))
     stream.name = "bundled:" + filename.removesuffix(".gz")
     return stream
@@ -297,8 +296,10 @@ def local_pool(jobs: int) -> Executor:
                 done(spec, run_one(spec))
             return
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for spec, rows in zip(todo, pool.map(run_one, todo), strict=True):
-                done(spec, rows)
+            futures = {pool.submit(run_one, spec): spec for spec in todo}
+            # Each run is written as soon as it finishes, so an interrupted grid keeps it.
+            for future in as_completed(futures):
+                done(futures[future], future.result())
 
     return execute
 
