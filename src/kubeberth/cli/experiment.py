@@ -57,6 +57,10 @@ def fragmentation(
         "--seed", help="Seed of a run (shuffle and clones); repeat (default: 42).")] = None,
     tune: Annotated[float, typer.Option(
         help="Arrived GPU demand at the end, as a multiple of the cluster's GPUs.")] = 1.3,
+    popularity: Annotated[int, typer.Option(
+        help="Target workload of FGD and of the fragmentation metric: the trace's most popular "
+             "pod types making this % of its pods (100: all types; the paper's artifact: 95).")
+    ] = 100,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("results"),
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", help="Worker processes (default: the CPU count).")] = 0,
@@ -83,7 +87,11 @@ def fragmentation(
         if not 0 < tune <= 10:
             raise InputError(f"--tune {tune} is out of range", field="--tune",
                              expected="a multiple of the cluster's GPU capacity in (0, 10]")
-        specs = [RunSpec(p, t, s, tune) for t in traces for p in policies for s in seeds]
+        if not 0 < popularity <= 100:
+            raise InputError(f"--popularity {popularity} is out of range", field="--popularity",
+                             expected="a percentage from 1 to 100")
+        specs = [RunSpec(p, t, s, tune, popularity) for t in traces for p in policies
+                 for s in seeds]
         if ray_address:
             execute = _ray_executor(ray_address)
         else:

@@ -10,7 +10,8 @@ the allocated GPU share (the last pod's arrival, which stops just short of ``tun
 capacity, counts as the tune's own percent), the fragmentation (free GPU capacity the target
 workload cannot use, :mod:`kubeberth.state.fragmentation`) as a share of all GPUs and of idle
 GPUs, and the pods that failed so far. The target workload is the trace's own pod-type
-distribution (its most popular types making 95 % of the pods), as in the paper.
+distribution: all of its types by default, or the most popular ones making ``popularity`` % of
+the pods (the paper's artifact uses 95 %).
 
 A grid of runs goes to a process pool (one run per task) or a Ray cluster; each finished run is
 kept as its own CSV under ``runs/`` so an interrupted grid resumes, and all runs are merged into
@@ -43,7 +44,6 @@ from kubeberth.plugins.scheduling import in_tree_registry
 from kubeberth.sim.traces import TracePod, read_openb_nodes, read_openb_pods
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 from kubeberth.state.fragmentation import (
-    DEFAULT_POPULARITY,
     PodType,
     TargetWorkload,
     cluster_fragmentation,
@@ -67,9 +67,11 @@ TRACES = (
     "multigpu40", "multigpu50",
 )
 GPU_NODES = "openb_node_list_gpu_node.csv.gz"
-COLUMNS = ("policy", "trace", "seed", "tune", "arrived_pct", "allocated_pct", "frag_pct",
-           "frag_idle_pct", "failed_pods", "unallocated_gpus", "free_8gpu_nodes")
+COLUMNS = ("policy", "trace", "seed", "tune", "popularity", "arrived_pct", "allocated_pct",
+           "frag_pct", "frag_idle_pct", "failed_pods", "unallocated_gpus", "free_8gpu_nodes")
 RESULTS_CSV = "fragmentation.csv"
+# The target workload: every pod type of the trace by default (see docs/gpu.md for why).
+ALL_TYPES = 100
 RUNS_DIR = "runs"
 
 
@@ -81,6 +83,7 @@ class RunSpec:
     trace: str
     seed: int
     tune: float
+    popularity: int = ALL_TYPES
 
     @property
     def trace_label(self) -> str:
@@ -89,7 +92,8 @@ class RunSpec:
 
     @property
     def file_name(self) -> str:
-        return f"{self.trace_label}__{self.policy}__{self.seed}__{self.tune:g}.csv"
+        suffix = "" if self.popularity == ALL_TYPES else f"__p{self.popularity}"
+        return f"{self.trace_label}__{self.policy}__{self.seed}__{self.tune:g}{suffix}.csv"
 
 
 def check_policy(name: str) -> str:
@@ -197,7 +201,7 @@ def run_one(spec: RunSpec) -> list[dict[str, Any]]:
     pods = [make_pod_info(tp.pod) for tp in load_trace(spec.trace)]
     nodes = read_openb_nodes(_bundled(GPU_NODES))
     counts = target_workload_counts(pods)
-    typical = typical_pod_types(counts, DEFAULT_POPULARITY)
+    typical = typical_pod_types(counts, spec.popularity)
     target = TargetWorkload(typical)
     snap = ClusterState()
     for node in nodes:
@@ -250,7 +254,8 @@ def run_one(spec: RunSpec) -> list[dict[str, Any]]:
             allocated = capacity - frag.idle_milli
             rows.append({
                 "policy": spec.policy, "trace": spec.trace_label, "seed": spec.seed,
-                "tune": f"{spec.tune:g}", "arrived_pct": next_pct,
+                "tune": f"{spec.tune:g}", "popularity": spec.popularity,
+                "arrived_pct": next_pct,
                 "allocated_pct": f"{100 * allocated / capacity:.4f}",
                 "frag_pct": f"{frag.pct_of_total:.4f}",
                 "frag_idle_pct": f"{frag.pct_of_idle:.4f}", "failed_pods": failed,
@@ -277,10 +282,11 @@ def read_results(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def _sort_key(row: dict[str, Any]) -> tuple[str, int, str, int, int]:
+def _sort_key(row: dict[str, Any]) -> tuple[str, int, str, int, float, int, int]:
     policy = str(row["policy"])
     rank = POLICIES.index(policy) if policy in POLICIES else len(POLICIES)
-    return (str(row["trace"]), rank, policy, int(row["seed"]), int(row["arrived_pct"]))
+    return (str(row["trace"]), rank, policy, int(row["seed"]), float(row["tune"]),
+            int(row["popularity"] or ALL_TYPES), int(row["arrived_pct"]))
 
 
 Executor = Callable[[list[RunSpec], Callable[[RunSpec, list[dict[str, Any]]], None]], None]
