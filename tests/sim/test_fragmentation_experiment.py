@@ -151,3 +151,18 @@ def test_simulate_series_carry_fragmentation(tmp_path: Path) -> None:
     assert 0 < rows[0][free8] <= eight and rows[0][frag] > 0  # CPU-only types see idle GPUs
     assert all(0 <= r[frag] <= 100 and 0 <= r[free8] <= eight for r in rows)
     assert min(r[free8] for r in rows) < eight
+
+
+def test_popularity_is_part_of_the_run(tmp_path: Path) -> None:
+    all_types = fx.RunSpec("FGD", "default", 1, 0.02)
+    popular = fx.RunSpec("FGD", "default", 1, 0.02, 95)
+    assert all_types.file_name == "default__FGD__1__0.02.csv"
+    assert popular.file_name == "default__FGD__1__0.02__p95.csv"
+    rows = fx.run_one(popular)
+    assert {r["popularity"] for r in rows} == {95}
+    # The metric's target workload differs, so fragmentation differs at the same allocation.
+    other = fx.run_one(all_types)
+    assert [r["allocated_pct"] for r in rows] != [] and rows[0]["frag_pct"] != other[0]["frag_pct"]
+    bad = CliRunner().invoke(app, ["experiment", "fragmentation", "--popularity", "0",
+                                   "-o", str(tmp_path)])
+    assert bad.exit_code == 2 and "--popularity" in bad.output
