@@ -215,6 +215,13 @@ app.command("admit")(admit_command)
 app.add_typer(spill_app, name="spill")
 app.command("extender")(extender_command)
 app.add_typer(report_app, name="report")
+def _register_experiments() -> None:
+    from kubeberth.cli.experiment import app as experiment_app
+
+    app.add_typer(experiment_app, name="experiment")
+
+
+_register_experiments()
 
 
 @app.command()

@@ -46,7 +46,7 @@ from kubeberth.framework.scheduler import (
 )
 from kubeberth.framework.status import SUCCESS, Status
 from kubeberth.sim.admission import AdmissionDriver, AdmissionReport
-from kubeberth.sim.metrics import Metrics, PodRecord
+from kubeberth.sim.metrics import Metrics, PodRecord, fragmentation_cache
 from kubeberth.sim.owners import OwnerRuntime
 from kubeberth.sim.traces import TracePod, Workload
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
@@ -168,7 +168,8 @@ class Simulation:
             config, registry, self.snapshot, clock=lambda: self.now, seed=seed,
             binder=self._binder, evictor=self._evict)
         self.bind_latency = bind_latency
-        self.metrics = Metrics()
+        self.metrics = Metrics(frag=fragmentation_cache(
+            [make_pod_info(tp.pod, self.snapshot.priority_classes) for tp in workload.pods]))
         self.progress = progress
         self._heap: list[tuple[float, int, int, object]] = []
         self._non_timer_events = 0

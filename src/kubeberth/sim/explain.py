@@ -170,6 +170,7 @@ def _render(res: CycleResult, snap: ClusterState) -> dict[str, Any]:
         "selectedNode": res.node if res.outcome == "assumed" else None,
         "nominatedNode": res.nominated_node,
         "victims": [v.key for v in res.victims],
+        "gpuDevices": list(res.pod.gpu_devices) if res.outcome == "assumed" else [],
         "message": res.message,
         "nodes": nodes,
     }

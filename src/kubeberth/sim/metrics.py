@@ -2,7 +2,9 @@
 
 Series are sampled on a fixed virtual-time grid (plus the last event) so a run's size does not
 depend on how many events it had, and two policies' series line up sample for sample. Attempt
-results use kube-scheduler's metric labels (``scheduled``, ``unschedulable``, ``error``).
+results use kube-scheduler's metric labels (``scheduled``, ``unschedulable``, ``error``). GPU
+fragmentation is measured against the workload's own pod types (docs/gpu.md), with per-node
+results cached until a node's pods change, so sampling stays cheap.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kubeberth.api.resources import CPU, GPU_MILLI, MEMORY
-from kubeberth.state.cluster import ClusterState
+from kubeberth.state.cluster import ClusterState, PodInfo
+from kubeberth.state.fragmentation import DEFAULT_POPULARITY, NodeStatsCache, TargetWorkload
 
 SERIES_COLUMNS = (
     "time", "cpu_alloc_pct", "memory_alloc_pct", "gpu_alloc_pct", "running_pods",
     "pending_active", "pending_backoff", "pending_unschedulable", "attempts_scheduled",
-    "attempts_unschedulable", "attempts_error", "preemptions",
+    "attempts_unschedulable", "attempts_error", "preemptions", "gpu_frag_pct",
+    "free_8gpu_nodes",
 )
 
 
@@ -38,6 +42,14 @@ class PodRecord:
         return None if self.bound is None else self.bound - self.arrival
 
 
+def fragmentation_cache(pods: list[PodInfo]) -> NodeStatsCache | None:
+    """Fragmentation against these pods' types (95 % most popular), or None without pods."""
+    if not pods:
+        return None
+    return NodeStatsCache(TargetWorkload.from_pods(
+        ((pi.non_zero.get(CPU, 0), pi.gpu) for pi in pods), DEFAULT_POPULARITY))
+
+
 @dataclass(slots=True)
 class Metrics:
     attempts: dict[str, int] = field(
@@ -48,6 +60,7 @@ class Metrics:
     # Node slots left out of the allocation percentages (the spill node's advertised capacity
     # would dwarf the cluster's).
     exclude_nodes: list[int] = field(default_factory=list)
+    frag: NodeStatsCache | None = None
 
     def sample(self, now: float, snap: ClusterState, pending: tuple[int, int, int]) -> None:
         ids = snap.node_ids()
@@ -62,10 +75,21 @@ class Metrics:
             return round(100.0 * float(req[col]) / float(alloc[col]), 4)
 
         running = int(snap.pod_count[ids].sum())
+        gpus = snap.gpus
+        total_gpu = int(gpus.count[ids].sum()) * 1000
+        frag_pct = 0.0
+        if self.frag is not None and total_gpu:
+            c = snap.resources.get(CPU)
+            left = snap.allocatable[ids, c] - snap.requested[ids, c] if c is not None \
+                else np.zeros(len(ids), dtype=np.int64)
+            weighted = int(self.frag.stats(gpus, ids, left)[2].sum())
+            frag_pct = round(100.0 * weighted / self.frag.workload.total_weight / total_gpu, 4)
+        whole = (gpus.count[ids] == 8) & (gpus.free[ids] == 1000).all(axis=1) \
+            if gpus.width else np.zeros(len(ids), dtype=np.bool_)
         self.rows.append((
             now, pct(CPU), pct(MEMORY), pct(GPU_MILLI), running, *pending,
             self.attempts["scheduled"], self.attempts["unschedulable"],
-            self.attempts["error"], self.preemptions,
+            self.attempts["error"], self.preemptions, frag_pct, int(np.count_nonzero(whole)),
         ))
 
     def wait_percentiles(self) -> dict[str, float]:

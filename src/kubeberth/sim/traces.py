@@ -32,8 +32,8 @@ structs. How openb rows become objects:
   the event loop orders them.
 
 Rows are checked strictly and errors name the file, the 1-based line (the header is line 1),
-the column and the expected form. This module does not filter by GPU model (``gpu_spec`` is
-not yet turned into node affinity), map ``qos`` to priority, or model per-device GPU placement.
+the column and the expected form. This module does not map ``qos`` to priority; GPU models and
+per-device placement are the GpuDevices plugin's (see docs/gpu.md).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubeberth.api.errors import InputError
+from kubeberth.api.gpu import NO_GPU, GpuDemand, gpu_demand, node_gpu_count, node_gpu_model
 from kubeberth.api.objects import (
     Namespace,
     Node,
@@ -36,6 +37,7 @@ from kubeberth.api.resources import (
     pod_non_zero_requests,
     pod_requests,
 )
+from kubeberth.state.gpu import GpuDevices, best_fit_devices
 from kubeberth.state.objects import SchedulingObjects
 
 IntArray = npt.NDArray[np.int64]
@@ -43,6 +45,8 @@ BoolArray = npt.NDArray[np.bool_]
 
 _BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE)
 _INITIAL_NODES = 64
+# Real GPU servers have at most a few dozen devices; more is a pool (a virtual node).
+MAX_MODELLED_DEVICES = 64
 
 
 class ResourceIndex:
@@ -86,7 +90,8 @@ class ResourceIndex:
 class PodInfo:
     """A pod with what the scheduler derives from it once: requests, priority, identity.
 
-    ``node`` is the node index while the pod is bound or assumed on one, else -1.
+    ``node`` is the node index while the pod is bound or assumed on one, else -1; ``gpu`` is its
+    GPU demand and ``gpu_devices`` the devices it holds there (see :mod:`kubeberth.state.gpu`).
     """
 
     pod: Pod
@@ -98,6 +103,8 @@ class PodInfo:
     node: int = -1
     start_time: float = 0.0
     arrival: float = 0.0
+    gpu: GpuDemand = NO_GPU
+    gpu_devices: tuple[int, ...] = ()
     _vec_version: int = -1
     _req: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     _nz: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -152,13 +159,15 @@ def make_pod_info(pod: Pod, classes: dict[str, PriorityClass] | None = None,
                   seq: int = 0) -> PodInfo:
     if not pod.metadata.namespace:
         pod.metadata.namespace = "default"
+    requests = pod_requests(pod)
     return PodInfo(
         pod=pod,
         key=pod.key,
         priority=resolve_priority(pod, classes or {}),
-        requests=pod_requests(pod),
+        requests=requests,
         non_zero=pod_non_zero_requests(pod),
         seq=seq,
+        gpu=gpu_demand(pod, requests),
     )
 
 
@@ -184,6 +193,11 @@ class ClusterState:
         self.unschedulable = np.zeros(cap, dtype=np.bool_)
         self.ready = np.zeros(cap, dtype=np.bool_)
         self.present = np.zeros(cap, dtype=np.bool_)
+        self.gpus = GpuDevices(cap)
+        # GPU pods bound where no device could hold them (a profile without GpuDevices).
+        self.gpu_unplaced = 0
+        # Node slots whose GPUs are a pool, not devices (more than MAX_MODELLED_DEVICES).
+        self.gpu_pooled: set[int] = set()
         self.pods_on_node: list[dict[str, PodInfo]] = []
         self.pods: dict[str, PodInfo] = {}
         self.namespaces: dict[str, Namespace] = {}
@@ -256,6 +270,7 @@ class ClusterState:
             grown1 = np.zeros(new_cap, dtype=arr1.dtype)
             grown1[:cap] = arr1
             setattr(self, attr, grown1)
+        self.gpus.grow_rows(new_cap)
 
     def pod_vectors(self, pi: PodInfo) -> tuple[IntArray, IntArray]:
         before = len(self.resources)
@@ -305,6 +320,16 @@ class ClusterState:
         self.taints[idx] = list(node.spec.taints)
         self.unschedulable[idx] = node.spec.unschedulable
         self.ready[idx] = node.ready
+        count = node_gpu_count(alloc)
+        if count > MAX_MODELLED_DEVICES:
+            # A virtual node advertising a pool (a virtual kubelet's thousands of GPUs) has no
+            # devices to fragment; modelling it would widen the device matrix for every node.
+            self.gpu_pooled.add(idx)
+            count = 0
+        else:
+            self.gpu_pooled.discard(idx)
+        self.gpus.set_node(idx, count, node_gpu_model(node),
+                           [(p.gpu, p.gpu_devices) for p in self.pods_on_node[idx].values()])
         self._label_cache.clear()
         self._taint_groups = None
         self.generation += 1
@@ -323,6 +348,8 @@ class ClusterState:
         for pi in orphans:
             self.remove_pod(pi)
         self.present[idx] = False
+        self.gpus.clear_node(idx)
+        self.gpu_pooled.discard(idx)
         self._node_ids = None
         self._label_cache.clear()
         self._taint_groups = None
@@ -369,6 +396,47 @@ class ClusterState:
         self.pods_on_node[node][pi.key] = pi
         self.pods[pi.key] = pi
         pi.node = node
+        self.gpus.stamp[node] += 1
+        if pi.gpu.count:
+            self._place_gpu(pi, node)
+        self.generation += 1
+
+    def _place_gpu(self, pi: PodInfo, node: int) -> None:
+        """Give a pod its devices: those its manifest names when they have room, else the best
+        fit. A pod no device set can hold (only possible when the profile lacks the GpuDevices
+        filter) holds none and is counted in ``gpu_unplaced``, as a kubelet would refuse it."""
+        if node in self.gpu_pooled:
+            pi.gpu_devices = ()
+            return
+        gpus = self.gpus
+        devices = pi.gpu.devices
+        if not devices or not gpus.valid(node, pi.gpu, devices):
+            devices = best_fit_devices(gpus.free[node, : gpus.count[node]], pi.gpu)
+        if devices:
+            gpus.take(node, pi.gpu, devices)
+        else:
+            self.gpu_unplaced += 1
+        pi.gpu_devices = devices
+
+    def move_gpu_devices(self, pi: PodInfo, devices: tuple[int, ...]) -> None:
+        """Move a placed pod to other devices of its node (a policy's device choice at
+        Reserve). Raises RuntimeError when they cannot hold it; the old devices are kept then."""
+        node = pi.node
+        if node < 0 or devices == pi.gpu_devices:
+            return
+        gpus = self.gpus
+        held = pi.gpu_devices
+        if held:
+            gpus.give_back(node, pi.gpu, held)
+        if not gpus.valid(node, pi.gpu, devices):
+            if held:
+                gpus.take(node, pi.gpu, held)
+            raise RuntimeError(f"pod {pi.key}: devices {devices} cannot hold it")
+        gpus.take(node, pi.gpu, devices)
+        gpus.stamp[node] += 1
+        if not held:
+            self.gpu_unplaced -= 1
+        pi.gpu_devices = devices
         self.generation += 1
 
     def remove_pod(self, pi: PodInfo) -> None:
@@ -384,6 +452,12 @@ class ClusterState:
         del self.pods_on_node[node][pi.key]
         self.pods.pop(pi.key, None)
         pi.node = -1
+        self.gpus.stamp[node] += 1
+        if pi.gpu_devices:
+            self.gpus.give_back(node, pi.gpu, pi.gpu_devices)
+            pi.gpu_devices = ()
+        elif pi.gpu.count and node not in self.gpu_pooled:
+            self.gpu_unplaced -= 1
         self.generation += 1
 
     def iter_pods(self) -> Iterator[PodInfo]:

@@ -30,6 +30,14 @@ MODULES = (
     "capacity_scheduling",
     "volcano_drf",
     "volcano_proportion",
+    "gpu_devices",
+    "random_score",
+    "dot_product_score",
+    "gpu_clustering_score",
+    "gpu_packing_score",
+    "best_fit_score",
+    "fgd_score",
+    "network_capacity",
 )
 
 

@@ -1,0 +1,196 @@
+"""NetworkCapacity and the GPU-packing profile: hard network placement, no leaked slots, whole
+nodes kept free for multi-GPU training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kubeberth.api.errors import InputError
+from kubeberth.api.gpu import GPU_MODEL_LABEL
+from kubeberth.api.objects import Container, Node, NodeStatus, ObjectMeta, Pod, PodSpec
+from kubeberth.api.objects import ResourceRequirements as Req
+from kubeberth.api.resources import GPU, GPU_MILLI
+from kubeberth.config.scheduler import load_scheduler_config
+from kubeberth.config.types import PluginRef, PluginSet, Profile, SchedulerConfiguration
+from kubeberth.framework.cycle_state import CycleState
+from kubeberth.framework.handle import Handle
+from kubeberth.framework.interface import PermitPlugin
+from kubeberth.framework.registry import Registry
+from kubeberth.framework.scheduler import Scheduler
+from kubeberth.framework.status import SUCCESS, Code, Status
+from kubeberth.plugins.scheduling import in_tree_registry, network_capacity
+from kubeberth.plugins.scheduling.network_capacity import SLOTS_ANNOTATION
+from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
+
+ROOT = Path(__file__).resolve().parents[3]
+FAST = {"kubeberth.io/network": "high-speed"}
+
+
+def node(name: str, *, gpus: int = 8, labels: dict[str, str] | None = None,
+         slots: int = 0) -> Node:
+    annotations = {SLOTS_ANNOTATION: str(slots)} if slots else {}
+    return Node(metadata=ObjectMeta(name=name, labels={GPU_MODEL_LABEL: "G2", **(labels or {})},
+                                    annotations=annotations),
+                status=NodeStatus(allocatable={"cpu": "96", "memory": "384Gi", GPU: gpus,
+                                               GPU_MILLI: 1000 * gpus, "pods": 110}))
+
+
+def pod(name: str, gpus: int = 1, *, slots: int = 0, scheduler: str = "default-scheduler"
+        ) -> PodInfo:
+    requests: dict[str, int | str] = {"cpu": str(4 * gpus), "memory": f"{16 * gpus}Gi",
+                                      GPU: gpus, GPU_MILLI: 1000 * gpus}
+    annotations = {SLOTS_ANNOTATION: str(slots)} if slots else {}
+    return make_pod_info(Pod(
+        metadata=ObjectMeta(name=name, namespace="default", annotations=annotations),
+        spec=PodSpec(scheduler_name=scheduler,
+                     containers=[Container(resources=Req(requests=requests))])))
+
+
+class WaitForever(PermitPlugin):
+    """Holds every pod at Permit for 10 s (a gang that never completes)."""
+
+    name = "WaitForever"
+
+    def permit(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+               node: int) -> tuple[Status, float]:
+        return Status(Code.WAIT), 10.0
+
+
+def scheduler(snap: ClusterState, *, permit: bool = False, binder: object = None,
+              clock: list[float] | None = None) -> Scheduler:
+    def only(*names: str) -> PluginSet:
+        return PluginSet(enabled=[PluginRef(n) for n in names])
+
+    plugins = {"queueSort": only("PrioritySort"),
+               "preFilter": only("NodeResourcesFit", "GpuDevices", "NetworkCapacity"),
+               "filter": only("NodeResourcesFit", "GpuDevices", "NetworkCapacity"),
+               "score": only("BestFitScore"),
+               "reserve": only("GpuDevices", "NetworkCapacity"),
+               "permit": only("WaitForever") if permit else PluginSet(),
+               "bind": only("DefaultBinder")}
+    registry = in_tree_registry().merge(Registry({"WaitForever": lambda a, h: WaitForever()}))
+    now = clock or [0.0]
+
+    def ok(_p: PodInfo, _n: str) -> Status:
+        return SUCCESS
+
+    return Scheduler(SchedulerConfiguration(profiles=[Profile(plugins=plugins)]), registry, snap,
+                     clock=lambda: now[0], seed=0, binder=binder or ok,  # type: ignore[arg-type]
+                     evictor=lambda v, b: None)
+
+
+def cluster(*nodes: Node) -> ClusterState:
+    snap = ClusterState()
+    for n in nodes:
+        snap.add_node(n)
+    return snap
+
+
+def free(snap: ClusterState, name: str) -> int:
+    plugin = network_capacity.new(None, Handle(snap, clock=lambda: 0.0,
+                                               rng=np.random.default_rng(0)))
+    return int(plugin.free_slots(snap, np.array([snap.node_index[name]]))[0])
+
+
+def test_network_pod_stays_pending_on_unlabelled_nodes() -> None:
+    snap = cluster(node("plain-a"), node("plain-b"))
+    sched = scheduler(snap)
+    sched.add(pod("trainer", slots=1))
+    res = sched.schedule_one()
+    assert res is not None and res.outcome == "unschedulable"
+    assert "didn't have high-speed networking" in res.message
+    sched.add(pod("plain-pod"))
+    placed = sched.schedule_one()
+    assert placed is not None and placed.outcome == "assumed"
+
+
+def test_slots_are_never_oversubscribed() -> None:
+    snap = cluster(node("fast", labels=FAST, slots=1), node("plain"))
+    sched = scheduler(snap)
+    outcomes = []
+    for i in range(2):
+        sched.add(pod(f"t{i}", slots=1))
+        res = sched.schedule_one()
+        assert res is not None
+        if res.outcome == "assumed":
+            assert sched.bind(res).ok
+        outcomes.append((res.outcome, res.node))
+    assert outcomes[0] == ("assumed", "fast")
+    assert outcomes[1][0] == "unschedulable"
+    assert free(snap, "fast") == 0
+
+
+def test_permit_timeout_leaks_no_slot() -> None:
+    snap = cluster(node("fast", labels=FAST, slots=2))
+    now = [0.0]
+    sched = scheduler(snap, permit=True, clock=now)
+    sched.add(pod("t", slots=2))
+    res = sched.schedule_one()
+    assert res is not None and res.outcome == "waiting"
+    assert free(snap, "fast") == 0
+    now[0] = 11.0
+    [done] = sched.resolve_waiting(now[0])
+    assert done.outcome == "unschedulable"
+    assert free(snap, "fast") == 2
+    assert snap.gpus.free[0].tolist() == [1000] * 8
+
+
+def test_bind_failure_leaks_no_slot() -> None:
+    snap = cluster(node("fast", labels=FAST, slots=1))
+
+    def refuse(_p: PodInfo, _n: str) -> Status:
+        return Status(Code.ERROR, ("conflict",))
+
+    sched = scheduler(snap, binder=refuse)
+    sched.add(pod("t", slots=1))
+    res = sched.schedule_one()
+    assert res is not None and res.outcome == "assumed"
+    assert not sched.bind(res).ok
+    assert free(snap, "fast") == 1
+
+
+def test_capacity_follows_node_updates_and_bad_values_are_input_errors() -> None:
+    snap = cluster(node("fast", labels=FAST, slots=1))
+    assert free(snap, "fast") == 1
+    snap.update_node(node("fast", labels=FAST, slots=3))
+    assert free(snap, "fast") == 3
+    with pytest.raises(InputError, match="nodeLabel"):
+        network_capacity.new({"nodeLabel": "no-equals"}, Handle(snap, clock=lambda: 0.0,
+                                                                 rng=np.random.default_rng(0)))
+    bad = Pod(metadata=ObjectMeta(name="b", annotations={SLOTS_ANNOTATION: "lots"}))
+    with pytest.raises(InputError, match=SLOTS_ANNOTATION):
+        network_capacity.slots_of(bad)
+
+
+def whole_free_nodes(profile: str) -> tuple[int, int]:
+    """Mixed 1/4/8-GPU arrivals on 6 eight-GPU nodes with the example config's profile:
+    (fully free 8-GPU nodes after the single-GPU wave, 8-GPU pods placed afterwards)."""
+    config = load_scheduler_config(ROOT / "examples" / "gpu" / "packing-profile.yaml")
+    snap = cluster(*(node(f"n{i}") for i in range(6)))
+    sched = Scheduler(config, in_tree_registry(), snap, clock=lambda: 0.0, seed=3,
+                      binder=lambda p, n: SUCCESS, evictor=lambda v, b: None)
+    sizes = [1] * 12 + [4, 1, 1, 4]
+    for i, size in enumerate(sizes):
+        sched.add(pod(f"p{i}", size, scheduler=profile))
+        res = sched.schedule_one()
+        assert res is not None and res.outcome == "assumed"
+        assert sched.bind(res).ok
+    idle = int(np.count_nonzero((snap.gpus.free[:6] == 1000).all(axis=1)))
+    placed = 0
+    for i in range(6):
+        sched.add(pod(f"big{i}", 8, scheduler=profile))
+        res = sched.schedule_one()
+        if res is not None and res.outcome == "assumed" and sched.bind(res).ok:
+            placed += 1
+    return idle, placed
+
+
+def test_gpu_packing_profile_keeps_whole_nodes_for_training() -> None:
+    packed_idle, packed_big = whole_free_nodes("gpu-packing")
+    spread_idle, spread_big = whole_free_nodes("default-scheduler")
+    assert packed_idle > spread_idle
+    assert packed_big > spread_big
+    assert packed_idle >= 3
