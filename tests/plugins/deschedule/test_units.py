@@ -27,7 +27,7 @@ from kubeberth.plugins.deschedule.node_utilization import (
     percentages,
     resource_names,
 )
-from kubeberth.plugins.deschedule.pdb import is_ready, scaled
+from kubeberth.plugins.deschedule.pdb import is_ready
 
 
 # ---- utilization ------------------------------------------------------------------------------
@@ -110,12 +110,6 @@ def test_namespaces_and_label_selectors() -> None:
 
 
 # ---- budgets -----------------------------------------------------------------------------------
-@pytest.mark.parametrize(("value", "total", "expected"), [
-    (2, 10, 2), ("50%", 3, 2), ("25%", 4, 1), ("0%", 5, 0), ("100%", 7, 7), ("10%", 1, 1)])
-def test_scaled_rounds_up(value: int | str, total: int, expected: int) -> None:
-    assert scaled(value, total) == expected
-
-
 def test_readiness() -> None:
     snap = Snapshot([], [
         pod("plain"), pod("ready", status={"conditions": [{"type": "Ready", "status": "True"}]}),

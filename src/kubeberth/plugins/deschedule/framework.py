@@ -587,13 +587,13 @@ class Descheduler:
         """One descheduling cycle over ``snapshot``. Upstream skips the cycle when fewer than two
         nodes are ready; ``min_ready_nodes=0`` disables that guard (as upstream's unit tests
         call a plugin directly)."""
-        from kubeberth.plugins.deschedule.pdb import DisruptionBudgets
+        from kubeberth.plugins.deschedule.pdb import SnapshotBudgets
 
         nodes = self.ready_nodes(snapshot)
         if len(nodes) < min_ready_nodes:
             return PassResult(cycle_skipped=f"{len(nodes)} ready node(s) match the policy; the "
                               f"descheduler needs at least {min_ready_nodes}", nodes=len(nodes))
-        pod_evictor = PodEvictor(self.limits, DisruptionBudgets(snapshot))
+        pod_evictor = PodEvictor(self.limits, SnapshotBudgets(snapshot))
         runners = [self._instantiate(plan, snapshot, pod_evictor) for plan in self.profiles]
         for deschedulers, _ in runners:
             for d in deschedulers:
