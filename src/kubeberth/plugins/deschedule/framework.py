@@ -486,6 +486,17 @@ class Evictor:
             return EvictError.REFUSED
         return self.evict(pod, plugin, reason)
 
+    def evict_on_node(self, chosen: Iterable[tuple[PodView, str]], plugin: str) -> bool:
+        """Evict one node's chosen ``(pod, reason)`` pairs in order, as upstream's per-node
+        loops do: the node limit ends the node; True when the total limit ends the pass."""
+        for pod, reason in chosen:
+            err = self.evict_checked(pod, plugin, reason)
+            if err is EvictError.NODE_LIMIT:
+                return False
+            if err is EvictError.TOTAL_LIMIT:
+                return True
+        return False
+
     def refuse(self, pod: PodView, plugin: str, reason: str, why: str) -> None:
         self.pod_evictor.refuse(pod, plugin, reason, why, self.profile)
 
