@@ -7,25 +7,15 @@ import csv
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
+from tests.cli.spill_example import EXAMPLE, simulate
 
-from kubeberth.cli.main import app
-
-EXAMPLE = Path(__file__).parents[2] / "examples" / "spill"
-runner = CliRunner()
-
-
-def simulate(tmp_path: Path, workload: str, *extra: str) -> tuple[int, str, Path]:
-    out = tmp_path / "out"
-    res = runner.invoke(app, ["simulate", "--cluster", str(EXAMPLE / "cluster.yaml"),
-                              "-w", str(EXAMPLE / workload), "-o", str(out), "-q",
-                              "--spill-config", str(EXAMPLE / "spill.yaml"), *extra])
-    return res.exit_code, res.output, out
+SPILL = ("--spill-config", str(EXAMPLE / "spill.yaml"))
 
 
 def test_spilled_pods_return_to_the_cluster_within_the_pdb(tmp_path: Path) -> None:
-    code, output, out = simulate(tmp_path, "workload-return.yaml", "--deschedule-policy",
-                                 str(EXAMPLE / "descheduler.yaml"))
+    code, output, out = simulate(tmp_path, *SPILL, "--deschedule-policy",
+                                 str(EXAMPLE / "descheduler.yaml"),
+                                 workload="workload-return.yaml")
     assert code == 0, output
     summary = json.loads((out / "summary.json").read_text())
     desched = summary["run"]["descheduler"]
@@ -53,7 +43,7 @@ def test_spilled_pods_return_to_the_cluster_within_the_pdb(tmp_path: Path) -> No
 def test_no_return_while_the_burst_is_scaled_down_first(tmp_path: Path) -> None:
     """In the base scenario the scale-down deletes the VK pods before the taint returns, so the
     descheduler runs its passes and evicts nothing."""
-    code, output, out = simulate(tmp_path, "workload.yaml", "--deschedule-policy",
+    code, output, out = simulate(tmp_path, *SPILL, "--deschedule-policy",
                                  str(EXAMPLE / "descheduler.yaml"))
     assert code == 0, output
     summary = json.loads((out / "summary.json").read_text())
@@ -66,8 +56,8 @@ def test_bad_policy_and_interval_are_input_errors(tmp_path: Path) -> None:
     bad = tmp_path / "policy.yaml"
     bad.write_text("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n"
                    "  - name: p\n    plugins:\n      deschedule:\n        enabled: [Nope]\n")
-    code, output, _ = simulate(tmp_path, "workload.yaml", "--deschedule-policy", str(bad))
+    code, output, _ = simulate(tmp_path, *SPILL, "--deschedule-policy", str(bad))
     assert code == 2 and "Nope" in output and "Traceback" not in output
-    code, output, _ = simulate(tmp_path, "workload.yaml", "--deschedule-policy",
+    code, output, _ = simulate(tmp_path, *SPILL, "--deschedule-policy",
                                str(EXAMPLE / "descheduler.yaml"), "--descheduling-interval", "0")
     assert code == 2 and "--descheduling-interval" in output

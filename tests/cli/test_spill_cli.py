@@ -5,20 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.cli.spill_example import EXAMPLE, simulate
 from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "spill"
 runner = CliRunner()
-
-
-def simulate(tmp_path: Path, *extra: str) -> tuple[int, str, Path]:
-    out = tmp_path / "out"
-    res = runner.invoke(app, ["simulate", "--cluster", str(EXAMPLE / "cluster.yaml"),
-                              "-w", str(EXAMPLE / "workload.yaml"), "-o", str(out), "-q",
-                              *extra])
-    return res.exit_code, res.output, out
 
 
 def test_simulate_with_the_example_spill_config(tmp_path: Path) -> None:

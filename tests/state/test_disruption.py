@@ -121,6 +121,29 @@ def test_eviction_uses_the_budget_and_then_refuses_with_429() -> None:
     assert third.pdb == "default/web"
 
 
+def test_an_evicted_healthy_pod_stops_counting_as_healthy() -> None:
+    sick = pod("sick", ready=False, phase="Running")
+    pods = [pod("a"), pod("b"), pod("c"), sick]
+    b = budgets(pdb(min_available=1), pods=pods)
+    assert b.evict(pods[0]).allowed and b.statuses[0].current_healthy == 2
+    assert b.evict(sick).allowed and b.statuses[0].current_healthy == 2
+    assert b.evict(pods[1]).allowed
+    refused = b.evict(pods[2])
+    assert "needs 1 healthy pods and has 1 currently" in refused.message
+
+
+def test_count_unknown_scales_an_unknown_controller_by_its_unfinished_pods() -> None:
+    pods = [pod("a"), pod("b"), pod("done", ready=False, phase="Succeeded")]
+
+    def unknown(kind: str, namespace: str, name: str) -> int | None:
+        return None
+
+    st = pdb_status(pdb(max_unavailable=1), pods, unknown, count_unknown=True)
+    assert (st.expected_pods, st.desired_healthy, st.disruptions_allowed, st.error) == \
+        (2, 1, 1, "")
+    assert pdb_status(pdb(max_unavailable=1), pods, unknown).error
+
+
 def test_check_is_a_dry_run() -> None:
     pods = [pod("a"), pod("b")]
     b = budgets(pdb(min_available=1), pods=pods)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kubeberth.api.errors import InputError
+from kubeberth.cli.common import OutputFormat, user_errors
 from kubeberth.config.kueue import KueueObjects, Workload, load_kueue, parse_time
 from kubeberth.config.manifests import load_manifests
 from kubeberth.plugins.admission import (
@@ -141,18 +140,13 @@ def parse_now(value: str | None, objs: KueueObjects) -> float:
     return parse_time(value, "--now")
 
 
-class AdmitOutput(StrEnum):
-    json = "json"
-    table = "table"
-
-
 def admit_command(
     filename: Annotated[list[Path], typer.Option(
         "--filename", "-f", help="Manifests: ResourceFlavors, ClusterQueues, Cohorts, "
                                  "LocalQueues, Workloads (admitted ones with status.admission), "
                                  "queue-labelled Jobs and Pods, Kueue Configuration; files, "
                                  "directories or - for stdin (repeatable).")],
-    output: Annotated[AdmitOutput, typer.Option("--output", "-o")] = AdmitOutput.table,
+    output: Annotated[OutputFormat, typer.Option("--output", "-o")] = OutputFormat.table,
     cycles: Annotated[int | None, typer.Option(
         "--cycles", min=1, help="Stop after N scheduling cycles (default: until a cycle "
                                 "changes nothing).")] = None,
@@ -161,15 +155,11 @@ def admit_command(
     ] = None,
 ) -> None:
     """Run Kueue admission cycles and print each workload's state, flavors and preemptions."""
-    err_console = Console(stderr=True)
-    try:
+    with user_errors():
         objs = load_kueue(load_manifests(filename))
         run = admit(objs, parse_now(now, objs), cycles)
-    except InputError as err:
-        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
     data = contract(run)
-    if output == AdmitOutput.json:
+    if output == OutputFormat.json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     console = Console()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 import time
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kubeberth.api.errors import InputError
+from kubeberth.cli.common import OutputFormat, err_console, user_errors
 from kubeberth.config.descheduler import load_descheduler_policy
 from kubeberth.config.manifests import load_manifests
 from kubeberth.plugins.deschedule import build_descheduler
@@ -33,11 +33,6 @@ from kubeberth.plugins.deschedule.framework import (
 )
 
 
-class Output(StrEnum):
-    json = "json"
-    table = "table"
-
-
 def deschedule(
     filename: Annotated[list[Path], typer.Option(
         "--filename", "-f", help="Manifests: nodes, pods (bound with spec.nodeName), "
@@ -45,15 +40,14 @@ def deschedule(
                                  "(repeatable).")],
     policy: Annotated[Path, typer.Option(
         "--policy", help="DeschedulerPolicy (descheduler/v1alpha2).")],
-    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
+    output: Annotated[OutputFormat, typer.Option("--output", "-o")] = OutputFormat.table,
     now: Annotated[str | None, typer.Option(
         "--now", help="The pass's clock: an RFC 3339 time such as 2024-05-01T12:00:00Z, or "
                       "'now' for the wall clock (default: the latest timestamp in the "
                       "manifests).")] = None,
 ) -> None:
     """Print one descheduling pass's evictions (pod, node, plugin, reason) without applying them."""
-    err_console = Console(stderr=True)
-    try:
+    with user_errors():
         pol = load_descheduler_policy(policy)
         descheduler = build_descheduler(pol)
         manifests = load_manifests(filename)
@@ -67,12 +61,9 @@ def deschedule(
             except InputError as err:
                 raise InputError(err.message, field="--now", expected=err.expected) from None
         result = descheduler.run_pass(Snapshot.from_manifests(manifests, clock))
-    except InputError as err:
-        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
     if result.cycle_skipped:
         err_console.print(f"descheduling cycle skipped: {result.cycle_skipped}", highlight=False)
-    if output == Output.json:
+    if output == OutputFormat.json:
         sys.stdout.write(result.dumps() + "\n")
     else:
         render(Console(), result, clock)

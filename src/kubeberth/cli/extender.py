@@ -17,23 +17,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from kubeberth.api.errors import InputError
+from kubeberth.cli.common import err_console, scheduling_registry, user_errors
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.framework.registry import Registry
 from kubeberth.live.extender import ExtenderServer, ExtenderService, make_app
-from kubeberth.plugins.scheduling import in_tree_registry
 
-err_console = Console(stderr=True)
 console = Console()
-
-
-def _registry(plugins: list[str] | None) -> Registry:
-    reg = in_tree_registry()
-    reg.load_entry_points()
-    for spec in plugins or []:
-        reg.load_import_path(spec)
-    return reg
 
 
 def extender_command(
@@ -57,20 +46,12 @@ def extender_command(
 ) -> None:
     """Serve a profile's Filter, Score and preemption as extender filter/prioritize/preempt/bind
     verbs (extender v1 JSON), so an unmodified kube-scheduler can use kubeberth policies."""
-    try:
+    with user_errors():
         cfg = load_scheduler_config(config)
         manifests = load_manifests(cluster) if cluster else None
-        try:
-            service = ExtenderService(cfg, _registry(plugin), manifests, profile=profile,
-                                      seed=seed)
-        except InputError as err:
-            if err.source is None and cfg.source:
-                err = err.at(source=cfg.source,
-                             line=cfg.locate(err.field) if err.field else None)
-            raise err from None
-    except InputError as err:
-        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+    with user_errors(cfg):
+        service = ExtenderService(cfg, scheduling_registry(plugin), manifests, profile=profile,
+                                  seed=seed)
     try:
         ctx = None
         if tls_cert is not None:

@@ -1,17 +1,13 @@
 """The ``kubeberth`` command: simulate, explain, deschedule, plugins.
 
 Every command turns bad input into one paragraph on stderr (file, line or field, what was
-expected) and exit code 2, never a traceback; the layers below raise InputError and this module
-is the only place that prints it.
+expected) and exit code 2, never a traceback (``cli/common.py``: ``user_errors``).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from kubeberth import __version__
 from kubeberth.api.errors import InputError
 from kubeberth.cli.admit import admit_command
+from kubeberth.cli.common import OutputFormat, err_console, scheduling_registry, user_errors
 from kubeberth.cli.deschedule import deschedule
 from kubeberth.cli.extender import extender_command
 from kubeberth.cli.report import report_app
@@ -30,13 +27,10 @@ from kubeberth.cli.spill import SpillConfigOpt, spill_app, spill_config
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.config.types import SchedulerConfiguration
-from kubeberth.framework.registry import Registry
-from kubeberth.plugins.scheduling import in_tree_registry
 
 app = typer.Typer(add_completion=False, no_args_is_help=False,
                   help="Decide where GPU work runs on Kubernetes: simulate and explain "
                        "kube-scheduler policies on real cluster traces.")
-err_console = Console(stderr=True)
 console = Console()
 
 PluginOpt = Annotated[list[str] | None, typer.Option(
@@ -44,31 +38,6 @@ PluginOpt = Annotated[list[str] | None, typer.Option(
 ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", "-c", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for every random choice.")]
-
-
-class OutputFormat(StrEnum):
-    json = "json"
-    table = "table"
-
-
-@contextmanager
-def _user_errors(config: SchedulerConfiguration | None = None) -> Iterator[None]:
-    try:
-        yield
-    except InputError as err:
-        if err.source is None and config is not None and config.source:
-            err = err.at(source=config.source,
-                         line=config.locate(err.field) if err.field else None)
-        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
-
-
-def _registry(plugins: list[str] | None) -> Registry:
-    reg = in_tree_registry()
-    reg.load_entry_points()
-    for spec in plugins or []:
-        reg.load_import_path(spec)
-    return reg
 
 
 @app.command()
@@ -115,10 +84,10 @@ def simulate(
     from kubeberth.sim.traces import load_workload
 
     cfg: SchedulerConfiguration | None = None
-    with _user_errors():
+    with user_errors():
         cfg = load_scheduler_config(config)
-    with _user_errors(cfg):
-        registry = _registry(plugin)
+    with user_errors(cfg):
+        registry = scheduling_registry(plugin)
         wl = load_workload(cluster, workload)
         spill_setup = spill_config(spill_cfg, spill, spill_threshold, spill_window,
                                    spill_stabilization, spill_interval)
@@ -186,11 +155,11 @@ def explain(
     from kubeberth.sim.explain import explain as run_explain
 
     cfg: SchedulerConfiguration | None = None
-    with _user_errors():
+    with user_errors():
         cfg = load_scheduler_config(config)
         manifests = load_manifests(filename)
-    with _user_errors(cfg):
-        registry = _registry(plugin)
+    with user_errors(cfg):
+        registry = scheduling_registry(plugin)
         data = run_explain(manifests, cfg, registry, seed=seed)
     if output == OutputFormat.json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -205,8 +174,8 @@ def list_plugins(plugin: PluginOpt = None) -> None:
     """List the registered plugins and the extension points each implements."""
     from kubeberth.report.explain_table import plugin_table
 
-    with _user_errors():
-        registry = _registry(plugin)
+    with user_errors():
+        registry = scheduling_registry(plugin)
         console.print(plugin_table(registry))
 
 

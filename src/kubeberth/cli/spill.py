@@ -17,6 +17,7 @@ import msgspec
 import typer
 
 from kubeberth.api.errors import InputError
+from kubeberth.cli.common import user_errors
 from kubeberth.config.spill import SpillConfig, load_spill_config, validate
 
 spill_app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -65,11 +66,10 @@ def query(
         "--prometheus", help="Evaluate the query once against this Prometheus base URL.")] = None,
 ) -> None:
     """Print the free-GPU PromQL query; with --prometheus, also its current value as JSON."""
-    from kubeberth.cli.main import _user_errors
     from kubeberth.plugins.spill.prometheus import PrometheusSignal
     from kubeberth.plugins.spill.promql import free_gpu_query
 
-    with _user_errors():
+    with user_errors():
         cfg = load_spill_config(config)
         if prometheus is not None and not prometheus.startswith(("http://", "https://")):
             raise InputError(f"{prometheus!r} is not an http(s) URL", field="--prometheus",
@@ -126,14 +126,14 @@ def sweep(
     with responsiveness (pod waits), spill GPU-hours and cost."""
     from rich.table import Table
 
-    from kubeberth.cli.main import _user_errors, console
+    from kubeberth.cli.main import console
     from kubeberth.config.scheduler import load_scheduler_config
     from kubeberth.plugins.scheduling import in_tree_registry
     from kubeberth.sim.engine import Simulation
     from kubeberth.sim.spill import SpillHost, sweep_grid, sweep_row
     from kubeberth.sim.traces import load_workload
 
-    with _user_errors():
+    with user_errors():
         if output not in ("table", "json"):
             raise InputError(f"unknown output {output!r}", field="--output",
                              expected="table or json")

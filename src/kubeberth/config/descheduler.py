@@ -18,13 +18,14 @@ calls.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kubeberth.api.errors import InputError
-from kubeberth.config.yamlsrc import Document, load_documents
+from kubeberth.config.fields import FieldReader, child, describe, load_one
+from kubeberth.config.yamlsrc import Document
 
 API_VERSION = "descheduler/v1alpha2"
 KIND = "DeschedulerPolicy"
@@ -84,15 +85,7 @@ class DeschedulerPolicy:
 
 def load_descheduler_policy(path: str | Path) -> DeschedulerPolicy:
     """The DeschedulerPolicy in ``path`` (``-`` for stdin); the file may hold other documents."""
-    docs = load_documents(path)
-    found = [doc for doc in docs if doc.kind == KIND]
-    if not found:
-        raise InputError(f"no {KIND} document found", source=str(path),
-                         expected=f"a document with apiVersion: {API_VERSION} and kind: {KIND}")
-    if len(found) > 1:
-        raise found[1].error(f"a second {KIND} document", field="kind",
-                             expected=f"exactly one {KIND} per file")
-    return parse_descheduler_policy(found[0])
+    return parse_descheduler_policy(load_one(path, KIND, API_VERSION))
 
 
 def parse_descheduler_policy(doc: Document) -> DeschedulerPolicy:
@@ -100,42 +93,14 @@ def parse_descheduler_policy(doc: Document) -> DeschedulerPolicy:
     return _Decoder(doc).policy()
 
 
-class _Decoder:
+class _Decoder(FieldReader):
     """Strict decoding of one document; every error is located in it."""
-
-    def __init__(self, doc: Document) -> None:
-        self.doc = doc
-
-    def fail(self, message: str, path: str, expected: str) -> InputError:
-        return self.doc.error(message, field=path or None, expected=expected)
-
-    def mapping(self, value: Any, path: str, allowed: Collection[str] | None) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(f"got {describe(value)}", path, "a mapping")
-        if allowed is not None:
-            for key in value:
-                if key not in allowed:
-                    raise self.fail(f"unknown field {key!r}", _child(path, str(key)),
-                                    "one of the fields " + ", ".join(allowed))
-        return value
-
-    def sequence(self, value: Any, path: str) -> list[Any]:
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise self.fail(f"got {describe(value)}", path, "a list")
-        return value
-
-    def string(self, value: Any, path: str) -> str:
-        if not isinstance(value, str):
-            raise self.fail(f"got {describe(value)}", path, "a string")
-        return value
 
     def uint(self, data: dict[str, Any], key: str, path: str) -> int | None:
         value = data.get(key)
         if value is None:
             return None
-        where = _child(path, key)
+        where = child(path, key)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(f"got {describe(value)}", where, "a non-negative integer")
         if not 0 <= value <= _UINT_MAX:
@@ -229,11 +194,11 @@ class _Decoder:
     def plugins(self, profile: DeschedulerProfile, value: Any, path: str) -> None:
         data = self.mapping(value, path, _PLUGIN_KEYS)
         if "preSort" in data and "presort" in data:
-            raise self.fail("presort is given twice", _child(path, "preSort"),
+            raise self.fail("presort is given twice", child(path, "preSort"),
                             "one of presort and preSort")
         for key, raw in data.items():
             point = "presort" if key == "preSort" else key
-            where = _child(path, key)
+            where = child(path, key)
             item = self.mapping(raw, where, ("enabled", "disabled"))
             for list_key, into in (("enabled", profile.plugins), ("disabled", profile.disabled)):
                 names: list[str] = []
@@ -356,23 +321,3 @@ def match_label_requirements(reqs: list[LabelRequirement], labels: dict[str, str
             if not (int(value) > bound if op == "Gt" else int(value) < bound):
                 return False
     return True
-
-
-def _child(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"the boolean {value!r}".lower()
-    if isinstance(value, int | float):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from kubeberth.api.errors import InputError
 from kubeberth.api.resources import is_extended_resource
 from kubeberth.config.defaults import (
     DEFAULT_PLUGINS,
@@ -27,6 +25,7 @@ from kubeberth.config.defaults import (
     default_plugins,
     merge_plugins,
 )
+from kubeberth.config.fields import FieldReader, child, describe, load_one
 from kubeberth.config.types import (
     DEFAULT_SCHEDULER_NAME,
     Extender,
@@ -36,7 +35,7 @@ from kubeberth.config.types import (
     Profile,
     SchedulerConfiguration,
 )
-from kubeberth.config.yamlsrc import Document, load_documents
+from kubeberth.config.yamlsrc import Document
 
 __all__ = [
     "API_VERSION",
@@ -105,15 +104,7 @@ def load_scheduler_config(path: str | Path | None) -> SchedulerConfiguration:
     if path is None:
         return SchedulerConfiguration(profiles=[Profile(plugins=merge_plugins(default_plugins(),
                                                                               None))])
-    docs = load_documents(path)
-    found = [doc for doc in docs if doc.kind == KIND]
-    if not found:
-        raise InputError(f"no {KIND} document found", source=str(path),
-                         expected=f"a document with apiVersion: {API_VERSION} and kind: {KIND}")
-    if len(found) > 1:
-        raise found[1].error(f"a second {KIND} document", field="kind",
-                             expected=f"exactly one {KIND} per file")
-    return parse_scheduler_config(found[0])
+    return parse_scheduler_config(load_one(path, KIND, API_VERSION))
 
 
 def parse_scheduler_config(doc: Document) -> SchedulerConfiguration:
@@ -121,46 +112,16 @@ def parse_scheduler_config(doc: Document) -> SchedulerConfiguration:
     return _Decoder(doc).configuration()
 
 
-class _Decoder:
+class _Decoder(FieldReader):
     """Strict decoding of one document; every error is located in it."""
 
-    def __init__(self, doc: Document) -> None:
-        self.doc = doc
-
     # ---- typed field readers (Go's strict JSON decoding) ---------------------------------------
-    def fail(self, message: str, field: str, expected: str) -> InputError:
-        return self.doc.error(message, field=field, expected=expected)
-
-    def mapping(self, value: Any, path: str,
-                allowed: Collection[str] | None) -> dict[str, Any]:
-        """A mapping whose keys are all in ``allowed`` (None: free-form, as plugin args)."""
-        if not isinstance(value, dict):
-            raise self.fail(f"got {_describe(value)}", path, "a mapping")
-        if allowed is not None:
-            for key in value:
-                if key not in allowed:
-                    raise self.fail(f"unknown field {key!r}", _child(path, str(key)),
-                                    "one of the fields " + ", ".join(allowed))
-        return value
-
-    def sequence(self, value: Any, path: str) -> list[Any]:
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise self.fail(f"got {_describe(value)}", path, "a list")
-        return value
-
     def integer(self, value: Any, path: str, bounds: tuple[int, int] = _INT32) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(f"got {_describe(value)}", path, "an integer")
+            raise self.fail(f"got {describe(value)}", path, "an integer")
         if not bounds[0] <= value <= bounds[1]:
             raise self.fail(f"{value} does not fit in a {_bits(bounds)}-bit integer", path,
                             f"an integer between {bounds[0]} and {bounds[1]}")
-        return value
-
-    def string(self, value: Any, path: str) -> str:
-        if not isinstance(value, str):
-            raise self.fail(f"got {_describe(value)}", path, "a string")
         return value
 
     def name(self, value: Any, path: str) -> str:
@@ -171,18 +132,18 @@ class _Decoder:
 
     def boolean(self, value: Any, path: str) -> bool:
         if not isinstance(value, bool):
-            raise self.fail(f"got {_describe(value)}", path, "true or false")
+            raise self.fail(f"got {describe(value)}", path, "true or false")
         return value
 
     def optional_int(self, data: dict[str, Any], key: str, path: str) -> int | None:
         value = data.get(key)
-        return None if value is None else self.integer(value, _child(path, key))
+        return None if value is None else self.integer(value, child(path, key))
 
     def duration(self, value: Any, path: str) -> float:
         """A Go duration string (``30s``, ``1m30s``, ``500ms``) in seconds."""
         expected = "a duration such as \"30s\", \"1m30s\" or \"500ms\""
         if not isinstance(value, str):
-            raise self.fail(f"got {_describe(value)}", path, expected)
+            raise self.fail(f"got {describe(value)}", path, expected)
         sign = -1.0 if value.startswith("-") else 1.0
         unsigned = value[1:] if value[:1] in "+-" else value
         if unsigned == "0":
@@ -297,9 +258,9 @@ class _Decoder:
         for point in _PLACEMENT_POINTS:
             if data.get(point):
                 raise self.fail(f"the {point} extension point is not modelled by kubeberth",
-                                _child(path, point),
+                                child(path, point),
                                 "plugins only at " + ", ".join(PLUGIN_SET_KEYS))
-        return {key: self.plugin_set(data[key], _child(path, key))
+        return {key: self.plugin_set(data[key], child(path, key))
                 for key in PLUGIN_SET_KEYS if data.get(key) is not None}
 
     def plugin_set(self, value: Any, path: str) -> PluginSet:
@@ -480,25 +441,5 @@ class _Decoder:
                 "NodeResourcesFit", f"profiles[{profile.index}].pluginConfig")
 
 
-def _child(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
 def _bits(bounds: tuple[int, int]) -> int:
     return 32 if bounds == _INT32 else 64
-
-
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"the boolean {value!r}".lower()
-    if isinstance(value, int | float):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__

@@ -26,7 +26,9 @@ module computes it the way upstream's ``pkg/controller/disruption`` does and the
 The module is pure: callers describe pods as :class:`PodView` (the host knows whether a pod is
 Ready) and say how to find a controller's scale. ``DisruptionBudgets`` holds the statuses for
 a pass of several evictions and counts each allowed one down, as checkAndDecrement does before
-the disruption controller catches up.
+the disruption controller catches up. It is the one implementation: the simulator's eviction
+path and the Descheduler's evictor (``plugins/deschedule/pdb.py``, which only adapts its
+snapshot's pods) both answer through it.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ ScaleLookup = Callable[[str, str, str], int | None]
 TOO_MANY_REQUESTS = 429
 MULTIPLE_PDBS = 500
 ALLOWED = 200
+_FINISHED = ("Succeeded", "Failed")
 VIOLATES_BUDGET = "Cannot evict pod as it would violate the pod's disruption budget."
 MORE_THAN_ONE_PDB = ("This pod has more than one PodDisruptionBudget, which the eviction "
                      "subresource does not support.")
@@ -94,7 +97,7 @@ class BudgetStatus:
 
     @property
     def name(self) -> str:
-        return f"{self.pdb.metadata.namespace}/{self.pdb.metadata.name}"
+        return f"{self.pdb.metadata.namespace or 'default'}/{self.pdb.metadata.name}"
 
 
 @dataclass(slots=True, frozen=True)
@@ -127,36 +130,46 @@ def selected_pods(pdb: PodDisruptionBudget, pods: Iterable[PodView]) -> list[Pod
     return [p for p in pods if p.namespace == ns and matches(p.labels)]
 
 
-def _expected_scale(pods: Sequence[PodView], scale: ScaleLookup) -> tuple[int, str]:
-    """Sum of the scales of the selected pods' controllers; an error text when one has none."""
-    scales: dict[tuple[str, str], int] = {}
+def _expected_scale(pods: Sequence[PodView], scale: ScaleLookup,
+                    count_unknown: bool) -> tuple[int, str]:
+    """Sum of the scales of the selected pods' controllers; an error text when one has none
+    (or, with ``count_unknown``, its selected pods that are not finished in its place)."""
+    first: dict[tuple[str, str], PodView] = {}
+    present: dict[tuple[str, str], int] = {}
     for p in pods:
-        if p.controller is None or p.controller in scales:
+        if p.controller is None:
             continue
-        kind, name = p.controller
+        first.setdefault(p.controller, p)
+        present[p.controller] = present.get(p.controller, 0) + int(p.phase not in _FINISHED)
+    total = 0
+    for (kind, name), p in first.items():
         found = scale(kind, p.namespace, name)
         if found is None:
-            return 0, f'found no controllers for pod "{p.name}"'
-        scales[p.controller] = found
-    return sum(scales.values()), ""
+            if not count_unknown:
+                return 0, f'found no controllers for pod "{p.name}"'
+            found = present[(kind, name)]
+        total += found
+    return total, ""
 
 
-def pdb_status(pdb: PodDisruptionBudget, pods: Iterable[PodView],
-               scale: ScaleLookup) -> BudgetStatus:
-    """What the disruption controller would write into ``pdb.status`` now."""
+def pdb_status(pdb: PodDisruptionBudget, pods: Iterable[PodView], scale: ScaleLookup,
+               count_unknown: bool = False) -> BudgetStatus:
+    """What the disruption controller would write into ``pdb.status`` now. ``count_unknown``
+    scales a controller the lookup does not know by its pods present instead of failing safe
+    (for hand-written manifests that carry pods without their workloads)."""
     selected = selected_pods(pdb, pods)
     spec = pdb.spec
     expected = desired = 0
     error = ""
     if spec.max_unavailable is not None:
-        expected, error = _expected_scale(selected, scale)
+        expected, error = _expected_scale(selected, scale, count_unknown)
         desired = max(0, expected - scaled_value(spec.max_unavailable, expected, True))
     elif spec.min_available is not None:
         if isinstance(spec.min_available, int):
             desired = spec.min_available
             expected = len(selected)
         else:
-            expected, error = _expected_scale(selected, scale)
+            expected, error = _expected_scale(selected, scale, count_unknown)
             desired = scaled_value(spec.min_available, expected, True)
     healthy = sum(1 for p in selected if p.ready and not p.deleting)
     if error:
@@ -177,9 +190,9 @@ class DisruptionBudgets:
 
     @classmethod
     def compute(cls, pdbs: Iterable[PodDisruptionBudget], pods: Iterable[PodView],
-                scale: ScaleLookup) -> DisruptionBudgets:
+                scale: ScaleLookup, count_unknown: bool = False) -> DisruptionBudgets:
         views = list(pods)
-        statuses = [pdb_status(pdb, views, scale) for pdb in pdbs]
+        statuses = [pdb_status(pdb, views, scale, count_unknown) for pdb in pdbs]
         return cls(statuses, [pdb_selector(s.pdb) for s in statuses])
 
     def matching(self, pod: PodView) -> list[BudgetStatus]:
@@ -191,11 +204,12 @@ class DisruptionBudgets:
         return self._decide(pod, dry_run=True)
 
     def evict(self, pod: PodView) -> EvictionVerdict:
-        """The verdict; an allowed eviction of a healthy pod uses one disruption."""
+        """The verdict; an allowed eviction of a healthy pod uses one disruption, and the pod
+        no longer counts as healthy (as the disruption controller will find)."""
         return self._decide(pod, dry_run=False)
 
     def _decide(self, pod: PodView, dry_run: bool) -> EvictionVerdict:
-        if pod.phase in ("Pending", "Succeeded", "Failed") or pod.deleting:
+        if pod.phase == "Pending" or pod.phase in _FINISHED or pod.deleting:
             return EvictionVerdict(True, ALLOWED)
         found = self.matching(pod)
         if not found:
@@ -216,6 +230,8 @@ class DisruptionBudgets:
                                    pdb=st.name)
         if not dry_run:
             st.disruptions_allowed -= 1
+            if pod.ready:
+                st.current_healthy -= 1
         return EvictionVerdict(True, ALLOWED, pdb=st.name)
 
 

@@ -14,6 +14,7 @@ import yaml
 from kubeberth.cli.admit import AdmitRun, admit, contract
 from kubeberth.config.kueue import KueueObjects, load_kueue, parse_time
 from kubeberth.config.manifests import load_manifests
+from kubeberth.plugins.admission.quota import Snapshot, admitted_info
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 T0 = "2025-01-01T00:00:00Z"
@@ -161,6 +162,22 @@ def write(tmp_path: Path, docs: list[dict[str, Any]], name: str = "manifests.yam
 
 def load(tmp_path: Path, docs: list[dict[str, Any]]) -> KueueObjects:
     return load_kueue(load_manifests([write(tmp_path, docs)]))
+
+
+def snapshot(objs: KueueObjects) -> Snapshot:
+    """The quota snapshot of ``objs`` with every admitted workload's usage added."""
+    snap = Snapshot(objs)
+    for wl in objs.workloads:
+        if wl.admission is not None:
+            snap.add_workload(admitted_info(wl))
+    return snap
+
+
+def admitted(name: str, cq: str, cpu: str, priority: int = 0, created: int = 0,
+             reserved_at: int | None = None) -> dict[str, Any]:
+    """A workload asking ``cpu`` CPU, already admitted to ``cq`` on flavor ``default``."""
+    return workload(name, cq, {"cpu": cpu}, priority=priority, created=created,
+                    admitted=(cq, {"cpu": "default"}), reserved_at=reserved_at)
 
 
 def run(tmp_path: Path, docs: list[dict[str, Any]], cycles: int | None = None

@@ -12,12 +12,11 @@ from kubeberth.plugins.admission.preemption import IN_COHORT_FAIR_SHARING
 from kubeberth.plugins.admission.quota import (
     DRS,
     MAX_INT64,
-    Snapshot,
-    admitted_info,
     compare_drs,
 )
 
 from .builders import (
+    admitted,
     cluster_queue,
     configuration,
     flavor,
@@ -26,6 +25,7 @@ from .builders import (
     local_queue,
     quota,
     run,
+    snapshot,
     states,
     victims,
     workload,
@@ -46,23 +46,10 @@ def _queues(weights: dict[str, str | None], nominal: dict[str, str],
     return docs
 
 
-def _snapshot(tmp_path: Path, docs: list[dict[str, Any]]) -> Snapshot:
-    objs = load(tmp_path, docs)
-    snap = Snapshot(objs)
-    for wl in objs.workloads:
-        if wl.admission is not None:
-            snap.add_workload(admitted_info(wl))
-    return snap
-
-
-def _used(name: str, cq: str, cpu: str, priority: int = 0, created: int = 0) -> dict[str, Any]:
-    return workload(name, cq, {CPU: cpu}, priority=priority, created=created,
-                    admitted=(cq, {CPU: "default"}))
-
 
 def test_share_is_borrowed_over_lendable_per_mille(tmp_path: Path) -> None:
-    docs = [*_queues({}, {"a": "2", "b": "6"}), _used("w", "a", "4")]
-    snap = _snapshot(tmp_path, docs)
+    docs = [*_queues({}, {"a": "2", "b": "6"}), admitted("w", "a", "4")]
+    snap = snapshot(load(tmp_path, docs))
     drs = snap.cluster_queues["a"].dominant_resource_share()
     # a borrows 2 of the 8 the cohort can lend it.
     assert drs.rounded_weighted_share() == 250
@@ -73,13 +60,13 @@ def test_share_is_borrowed_over_lendable_per_mille(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("weight", "share"), [("1", 250), ("2", 125), ("0.5", 500),
                                                 ("0", MAX_INT64)])
 def test_weight_divides_share(tmp_path: Path, weight: str, share: int) -> None:
-    docs = [*_queues({"a": weight}, {"a": "2", "b": "6"}), _used("w", "a", "4")]
-    snap = _snapshot(tmp_path, docs)
+    docs = [*_queues({"a": weight}, {"a": "2", "b": "6"}), admitted("w", "a", "4")]
+    snap = snapshot(load(tmp_path, docs))
     assert snap.cluster_queues["a"].dominant_resource_share().rounded_weighted_share() == share
 
 
 def test_share_with_hypothetical_request(tmp_path: Path) -> None:
-    snap = _snapshot(tmp_path, _queues({}, {"a": "2", "b": "6"}))
+    snap = snapshot(load(tmp_path, _queues({}, {"a": "2", "b": "6"})))
     drs = snap.cluster_queues["a"].dominant_resource_share({FR: 3000})
     assert drs.rounded_weighted_share() == math.ceil(1000 * 1000 / 8000)
 
@@ -97,8 +84,8 @@ def test_compare_drs_puts_zero_weight_borrowers_last() -> None:
 def test_fair_preemption_reclaims_from_highest_share(tmp_path: Path) -> None:
     docs = [*_queues({}, {"a": "3", "b": "3", "c": "3"}, reclaim="Any"),
             configuration(fair_sharing=True),
-            _used("b1", "b", "3"), _used("b2", "b", "2", created=5),
-            _used("c1", "c", "3"), _used("c2", "c", "1", created=5),
+            admitted("b1", "b", "3"), admitted("b2", "b", "2", created=5),
+            admitted("c1", "c", "3"), admitted("c2", "c", "1", created=5),
             workload("in", "a", {CPU: "1"}, priority=0)]
     data, _ = run(tmp_path, docs, cycles=1)
     # b borrows 2, c borrows 1: the tree walk picks b, and its newest workload goes. a stays
@@ -111,7 +98,7 @@ def test_fair_preemption_strategy_blocks_when_preemptor_would_exceed(tmp_path: P
     # than b, so neither strategy allows it.
     docs = [*_queues({}, {"a": "2", "b": "2", "c": "4"}, reclaim="Any"),
             configuration(fair_sharing=True),
-            _used("a1", "a", "4"), _used("b1", "b", "4"),
+            admitted("a1", "a", "4"), admitted("b1", "b", "4"),
             workload("in", "a", {CPU: "2"}, priority=0)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == []
@@ -120,7 +107,7 @@ def test_fair_preemption_strategy_blocks_when_preemptor_would_exceed(tmp_path: P
 def test_fair_preemption_prefers_fair_sharing_reason(tmp_path: Path) -> None:
     docs = [*_queues({}, {"a": "1", "b": "1", "c": "4"}, reclaim="Any"),
             configuration(fair_sharing=True),
-            _used("c-own", "c", "1"), _used("b1", "b", "4"),
+            admitted("c-own", "c", "1"), admitted("b1", "b", "4"),
             workload("in", "a", {CPU: "2"}, priority=0)]
     data, _ = run(tmp_path, docs, cycles=1)
     # a will borrow 1 after admission (share 1/5), b borrows 3 (3/5) and keeps 2 (1/5) after.
@@ -129,7 +116,7 @@ def test_fair_preemption_prefers_fair_sharing_reason(tmp_path: Path) -> None:
 
 def test_tournament_admits_lowest_share_first(tmp_path: Path) -> None:
     docs = [*_queues({}, {"a": "0", "b": "0", "lender": "4"}),
-            _used("a-running", "a", "2"),
+            admitted("a-running", "a", "2"),
             workload("a-next", "a", {CPU: "1"}, priority=10),
             workload("b-next", "b", {CPU: "2"}, priority=0)]
     classical, _ = run(tmp_path, docs, cycles=1)
@@ -149,8 +136,8 @@ def test_cohort_weight_in_hierarchy(tmp_path: Path) -> None:
             cohort("root", groups=[group([CPU], ("default", [quota(CPU, "10")]))]),
             cohort("team", parent="root", weight="2"),
             cluster_queue("a", [group([CPU], ("default", [quota(CPU, "2")]))], cohort="team"),
-            _used("w", "a", "6")]
-    snap = _snapshot(tmp_path, docs)
+            admitted("w", "a", "6")]
+    snap = snapshot(load(tmp_path, docs))
     team = snap.cohorts["team"].dominant_resource_share()
     # team borrows 4 of the 12 it could reach; weight 2 halves it.
     assert team.rounded_weighted_share() == math.ceil(4000 * 1000 / 12000 / 2)
@@ -163,7 +150,7 @@ def _strategy_docs(strategies: list[str] | None) -> list[dict[str, Any]]:
     # S2-b (preemptor < target before) allows.
     return [*_queues({}, {"a": "1", "b": "4", "c": "4"}, reclaim="Any"),
             configuration(fair_sharing=True, strategies=strategies),
-            _used("b1", "b", "3"), _used("b2", "b", "3", created=5), _used("c1", "c", "3"),
+            admitted("b1", "b", "3"), admitted("b2", "b", "3", created=5), admitted("c1", "c", "3"),
             workload("in", "a", {CPU: "2"}, priority=0)]
 
 
@@ -183,7 +170,7 @@ def test_preemption_strategies(tmp_path: Path, strategies: list[str] | None,
 def test_fair_sharing_within_own_queue_by_priority(tmp_path: Path) -> None:
     docs = [*_queues({}, {"a": "2", "b": "2"}, within="LowerPriority"),
             configuration(fair_sharing=True),
-            _used("low", "a", "2", priority=-1), _used("b-own", "b", "2"),
+            admitted("low", "a", "2", priority=-1), admitted("b-own", "b", "2"),
             workload("in", "a", {CPU: "2"}, priority=5)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == [("default/low", "default/in", "InClusterQueue")]
@@ -193,7 +180,7 @@ def test_zero_weight_queue_is_preempted_first(tmp_path: Path) -> None:
     # b and c borrow the same amount; c has weight 0, so its share is infinite.
     docs = [*_queues({"c": "0"}, {"a": "4", "b": "1", "c": "1"}, reclaim="Any"),
             configuration(fair_sharing=True),
-            _used("b1", "b", "2"), _used("c1", "c", "2"), _used("a1", "a", "2"),
+            admitted("b1", "b", "2"), admitted("c1", "c", "2"), admitted("a1", "a", "2"),
             workload("in", "a", {CPU: "2"}, priority=0)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert [v[0] for v in victims(data)] == ["default/c1"]
@@ -207,7 +194,7 @@ def test_share_sums_borrowing_over_flavors(tmp_path: Path) -> None:
                                       ("spot", [quota(CPU, "4")]))], cohort="co"),
             workload("x", "a", {CPU: "3"}, admitted=("a", {CPU: "on-demand"})),
             workload("y", "a", {CPU: "2"}, admitted=("a", {CPU: "spot"}))]
-    snap = _snapshot(tmp_path, docs)
+    snap = snapshot(load(tmp_path, docs))
     # Borrowed: 2 on-demand + 1 spot = 3 cpu, over 10 cpu lendable in both flavors.
     assert snap.cluster_queues["a"].dominant_resource_share().rounded_weighted_share() == 300
 
@@ -217,8 +204,8 @@ def test_lending_limit_shrinks_what_others_can_borrow(tmp_path: Path) -> None:
             cluster_queue("a", [group([CPU], ("default", [quota(CPU, "2")]))], cohort="co"),
             cluster_queue("b", [group([CPU], ("default", [quota(CPU, "8", lending="2")]))],
                           cohort="co"),
-            _used("w", "a", "3")]
-    snap = _snapshot(tmp_path, docs)
+            admitted("w", "a", "3")]
+    snap = snapshot(load(tmp_path, docs))
     # Only 2 + 2 are visible to a from the cohort: borrowing 1 of 4.
     assert snap.cluster_queues["a"].dominant_resource_share().rounded_weighted_share() == 250
 
@@ -234,5 +221,5 @@ def test_dominant_resource_is_the_larger_ratio(tmp_path: Path) -> None:
                           cohort="co"),
             workload("w", "a", {CPU: "2", mem: "5Gi"}, admitted=("a", {CPU: "default",
                                                                      mem: "default"}))]
-    drs = _snapshot(tmp_path, docs).cluster_queues["a"].dominant_resource_share()
+    drs = snapshot(load(tmp_path, docs)).cluster_queues["a"].dominant_resource_share()
     assert (drs.dominant_resource, drs.rounded_weighted_share()) == (mem, 400)

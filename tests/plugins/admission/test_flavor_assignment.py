@@ -27,6 +27,7 @@ from .builders import (
     local_queue,
     quota,
     run,
+    snapshot,
     states,
     workload,
 )
@@ -101,13 +102,8 @@ def test_resource_not_in_queue(tmp_path: Path) -> None:
 def _snapshot_assign(tmp_path: Path, docs: list[dict[str, Any]], possibility: str = "Preempt",
                      ) -> tuple[int, dict[str, str], int]:
     objs = load(tmp_path, docs)
-    snap = Snapshot(objs)
+    snap = snapshot(objs)
     wl = next(w for w in objs.workloads if w.admission is None)
-    from kubeberth.plugins.admission.quota import admitted_info
-
-    for other in objs.workloads:
-        if other.admission is not None:
-            snap.add_workload(admitted_info(other))
     a = FlavorAssigner(wl.podsets, snap.cluster_queues["cq"], snap.flavors,
                        lambda _cq, _fr, _q: (possibility, 0)).assign()
     return (a.representative_mode(), {r: fa.name for r, fa in a.podsets[0].flavors.items()},

@@ -11,7 +11,6 @@ from kubeberth.plugins.admission import (
     finish_workloads,
     run_cycle,
 )
-from kubeberth.plugins.admission.quota import Snapshot, admitted_info
 
 from .builders import (
     at,
@@ -24,6 +23,7 @@ from .builders import (
     local_queue,
     quota,
     run,
+    snapshot,
     states,
     workload,
 )
@@ -50,31 +50,23 @@ def _tree(child_limits: tuple[str | None, str | None] = (None, None),
             local_queue("l1"), local_queue("l2"), local_queue("r1")]
 
 
-def _snapshot(tmp_path: Path, docs: list[dict[str, Any]]) -> Snapshot:
-    objs = load(tmp_path, docs)
-    snap = Snapshot(objs)
-    for wl in objs.workloads:
-        if wl.admission is not None:
-            snap.add_workload(admitted_info(wl))
-    return snap
-
 
 def test_cohort_quota_is_shared_by_its_subtree(tmp_path: Path) -> None:
-    snap = _snapshot(tmp_path, _tree(child_quota="3"))
+    snap = snapshot(load(tmp_path, _tree(child_quota="3")))
     assert snap.cohorts["left"].subtree_quota[FR] == 7_000
     assert snap.cohorts["root"].subtree_quota[FR] == 13_000
     assert snap.cluster_queues["l1"].available(FR) == 13_000
 
 
 def test_cohort_borrowing_limit_caps_the_subtree(tmp_path: Path) -> None:
-    snap = _snapshot(tmp_path, _tree(child_limits=("1", None)))
+    snap = snapshot(load(tmp_path, _tree(child_limits=("1", None))))
     # left's subtree has 4 and may take 1 more from the rest of the tree.
     assert snap.cluster_queues["l1"].potential_available(FR) == 5_000
     assert snap.cluster_queues["r1"].potential_available(FR) == 10_000
 
 
 def test_cohort_lending_limit_keeps_subtree_quota(tmp_path: Path) -> None:
-    snap = _snapshot(tmp_path, _tree(child_limits=(None, "1"), child_quota="2"))
+    snap = snapshot(load(tmp_path, _tree(child_limits=(None, "1"), child_quota="2")))
     # left owns 2 + 2 + 2 and lends at most 1 of it upward.
     assert snap.cohorts["left"].local_quota(FR) == 5_000
     assert snap.cluster_queues["r1"].potential_available(FR) == 7_000

@@ -14,9 +14,9 @@ from kubeberth.plugins.admission.preemption import (
     IN_COHORT_RECLAMATION,
     Preemptor,
 )
-from kubeberth.plugins.admission.quota import Snapshot, admitted_info
 
 from .builders import (
+    admitted,
     at,
     cluster_queue,
     flavor,
@@ -25,6 +25,7 @@ from .builders import (
     local_queue,
     quota,
     run,
+    snapshot,
     states,
     victims,
     workload,
@@ -40,12 +41,6 @@ def _standalone(within: str, nominal: str = "6") -> list[dict[str, Any]]:
             local_queue("cq")]
 
 
-def _admitted(name: str, cq: str, cpu: str, priority: int, created: int = 0,
-              reserved_at: int | None = None) -> dict[str, Any]:
-    return workload(name, cq, {CPU: cpu}, priority=priority, created=created,
-                    admitted=(cq, {CPU: "default"}), reserved_at=reserved_at)
-
-
 @pytest.mark.parametrize(("policy", "victim"), [
     ("LowerPriority", "default/low"),
     ("LowerOrNewerEqualPriority", "default/low"),
@@ -53,8 +48,8 @@ def _admitted(name: str, cq: str, cpu: str, priority: int, created: int = 0,
 def test_within_cluster_queue_preempts_lowest_priority(tmp_path: Path, policy: str,
                                                        victim: str) -> None:
     docs = [*_standalone(policy),
-            _admitted("low", "cq", "2", -1), _admitted("mid", "cq", "2", 0),
-            _admitted("high", "cq", "2", 1),
+            admitted("low", "cq", "2", -1), admitted("mid", "cq", "2", 0),
+            admitted("high", "cq", "2", 1),
             workload("in", "cq", {CPU: "2"}, priority=1, created=5)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == [(victim, "default/in", IN_CLUSTER_QUEUE)]
@@ -62,7 +57,7 @@ def test_within_cluster_queue_preempts_lowest_priority(tmp_path: Path, policy: s
 
 
 def test_within_cluster_queue_never_does_not_preempt(tmp_path: Path) -> None:
-    docs = [*_standalone("Never"), _admitted("low", "cq", "6", -1),
+    docs = [*_standalone("Never"), admitted("low", "cq", "6", -1),
             workload("in", "cq", {CPU: "2"}, priority=10)]
     data, _ = run(tmp_path, docs)
     assert victims(data) == []
@@ -70,7 +65,7 @@ def test_within_cluster_queue_never_does_not_preempt(tmp_path: Path) -> None:
 
 
 def test_lower_priority_spares_equal_priority(tmp_path: Path) -> None:
-    docs = [*_standalone("LowerPriority"), _admitted("same", "cq", "6", 0, created=10),
+    docs = [*_standalone("LowerPriority"), admitted("same", "cq", "6", 0, created=10),
             workload("in", "cq", {CPU: "2"}, priority=0, created=5)]
     data, _ = run(tmp_path, docs)
     assert victims(data) == []
@@ -78,11 +73,11 @@ def test_lower_priority_spares_equal_priority(tmp_path: Path) -> None:
 
 def test_lower_or_newer_equal_priority_preempts_newer_equal(tmp_path: Path) -> None:
     docs = [*_standalone("LowerOrNewerEqualPriority"),
-            _admitted("newer", "cq", "6", 0, created=10),
+            admitted("newer", "cq", "6", 0, created=10),
             workload("in", "cq", {CPU: "2"}, priority=0, created=5)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == [("default/newer", "default/in", IN_CLUSTER_QUEUE)]
-    docs[-2] = _admitted("older", "cq", "6", 0, created=1)
+    docs[-2] = admitted("older", "cq", "6", 0, created=1)
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == []
 
@@ -91,8 +86,8 @@ def test_minimal_victim_set_adds_back_unneeded(tmp_path: Path) -> None:
     # Candidates are removed lowest priority first until the workload fits (low1, low2, low3);
     # then low1 and low2 are added back if the workload still fits: only low3 (4 cpu) goes.
     docs = [*_standalone("LowerPriority", nominal="8"),
-            _admitted("low1", "cq", "1", -3), _admitted("low2", "cq", "1", -2),
-            _admitted("low3", "cq", "4", -1), _admitted("keep", "cq", "2", 5),
+            admitted("low1", "cq", "1", -3), admitted("low2", "cq", "1", -2),
+            admitted("low3", "cq", "4", -1), admitted("keep", "cq", "2", 5),
             workload("in", "cq", {CPU: "4"}, priority=1)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == [("default/low3", "default/in", IN_CLUSTER_QUEUE)]
@@ -100,8 +95,8 @@ def test_minimal_victim_set_adds_back_unneeded(tmp_path: Path) -> None:
 
 def test_preempts_newest_reservation_first_among_equals(tmp_path: Path) -> None:
     docs = [*_standalone("LowerPriority", nominal="4"),
-            _admitted("old", "cq", "2", 0, reserved_at=1),
-            _admitted("new", "cq", "2", 0, reserved_at=50),
+            admitted("old", "cq", "2", 0, reserved_at=1),
+            admitted("new", "cq", "2", 0, reserved_at=50),
             workload("in", "cq", {CPU: "2"}, priority=1)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == [("default/new", "default/in", IN_CLUSTER_QUEUE)]
@@ -128,7 +123,7 @@ def _cohort(reclaim: str, borrow_within: str = "Never", threshold: int | None = 
 ])
 def test_reclaim_within_cohort(tmp_path: Path, reclaim: str, prio: int,
                                expected: list[tuple[str, str, str]]) -> None:
-    docs = [*_cohort(reclaim), _admitted("b", "borrower", "6", prio),
+    docs = [*_cohort(reclaim), admitted("b", "borrower", "6", prio),
             workload("in", "lender", {CPU: "3"}, priority=0)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == expected
@@ -141,7 +136,7 @@ def test_reclaim_needs_the_candidate_queue_to_borrow(tmp_path: Path) -> None:
                           reclaim="Any"),
             cluster_queue("b", [group([CPU], ("default", [quota(CPU, "4")]))], cohort="co"),
             local_queue("a"), local_queue("b"),
-            _admitted("a-full", "a", "2", 0), _admitted("b-own", "b", "4", -5),
+            admitted("a-full", "a", "2", 0), admitted("b-own", "b", "4", -5),
             workload("in", "a", {CPU: "2"}, priority=10)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == []
@@ -153,7 +148,7 @@ def test_borrow_within_cohort_preempts_below_threshold_while_borrowing(tmp_path:
     # -1 (below the threshold) but never priority 1.
     docs = [*_cohort("LowerPriority", "LowerPriority", threshold=0, lender_nominal="2",
                      borrower_nominal="4"),
-            _admitted("b-low", "borrower", "3", -1), _admitted("b-high", "borrower", "3", 1),
+            admitted("b-low", "borrower", "3", -1), admitted("b-high", "borrower", "3", 1),
             workload("in", "lender", {CPU: "3"}, priority=2)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == [("default/b-low", "default/in", IN_COHORT_RECLAIM_WHILE_BORROWING)]
@@ -161,7 +156,7 @@ def test_borrow_within_cohort_preempts_below_threshold_while_borrowing(tmp_path:
 
 def test_borrow_within_cohort_never_keeps_borrowing_preemptor_out(tmp_path: Path) -> None:
     docs = [*_cohort("LowerPriority", "Never", lender_nominal="2", borrower_nominal="4"),
-            _admitted("b-low", "borrower", "3", -1), _admitted("b-high", "borrower", "3", 1),
+            admitted("b-low", "borrower", "3", -1), admitted("b-high", "borrower", "3", 1),
             workload("in", "lender", {CPU: "3"}, priority=2)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == []
@@ -169,14 +164,11 @@ def test_borrow_within_cohort_never_keeps_borrowing_preemptor_out(tmp_path: Path
 
 def test_preemptor_restores_snapshot(tmp_path: Path) -> None:
     docs = [*_standalone("LowerPriority"),
-            _admitted("low", "cq", "2", -1), _admitted("mid", "cq", "2", 0),
-            _admitted("high", "cq", "2", 1),
+            admitted("low", "cq", "2", -1), admitted("mid", "cq", "2", 0),
+            admitted("high", "cq", "2", 1),
             workload("in", "cq", {CPU: "4"}, priority=1)]
     objs = load(tmp_path, docs)
-    snap = Snapshot(objs)
-    for wl in objs.workloads:
-        if wl.admission is not None:
-            snap.add_workload(admitted_info(wl))
+    snap = snapshot(objs)
     before = dict(snap.cluster_queues["cq"].usage), sorted(snap.cluster_queues["cq"].workloads)
     pending = next(w for w in objs.workloads if w.admission is None)
     targets = Preemptor().get_targets(snap, pending, "cq", {("default", CPU): 4000},
@@ -188,7 +180,7 @@ def test_preemptor_restores_snapshot(tmp_path: Path) -> None:
 
 def test_victims_release_quota_and_preemptor_is_admitted_next_cycle(tmp_path: Path) -> None:
     docs = [*_standalone("LowerPriority"),
-            _admitted("low", "cq", "6", -1),
+            admitted("low", "cq", "6", -1),
             workload("in", "cq", {CPU: "4"}, priority=1)]
     data, result = run(tmp_path, docs)
     s = states(data)
@@ -216,10 +208,10 @@ def test_only_workloads_on_the_contested_flavor_are_candidates(tmp_path: Path) -
 
 
 def test_already_evicted_candidates_go_first(tmp_path: Path) -> None:
-    evicting = _admitted("evicting", "cq", "3", 0)
+    evicting = admitted("evicting", "cq", "3", 0)
     evicting["status"]["conditions"].append({"type": "Evicted", "status": "True",
                                              "reason": "Preempted"})
-    docs = [*_standalone("LowerPriority"), evicting, _admitted("lowest", "cq", "3", -10),
+    docs = [*_standalone("LowerPriority"), evicting, admitted("lowest", "cq", "3", -10),
             workload("in", "cq", {CPU: "3"}, priority=5)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == [("default/evicting", "default/in", IN_CLUSTER_QUEUE)]
@@ -232,8 +224,8 @@ def test_other_queues_are_candidates_before_own(tmp_path: Path) -> None:
             cluster_queue("theirs", [group([CPU], ("default", [quota(CPU, "0")]))],
                           cohort="co"),
             local_queue("mine"), local_queue("theirs"),
-            _admitted("own-low", "mine", "2", -10),
-            _admitted("borrowed", "theirs", "2", 50),
+            admitted("own-low", "mine", "2", -10),
+            admitted("borrowed", "theirs", "2", 50),
             workload("in", "mine", {CPU: "2"}, priority=0)]
     data, _ = run(tmp_path, docs, cycles=1)
     assert victims(data) == [("default/borrowed", "default/in", IN_COHORT_RECLAMATION)]
@@ -246,7 +238,7 @@ def test_lower_or_newer_equal_priority_in_cohort(tmp_path: Path) -> None:
             cluster_queue("theirs", [group([CPU], ("default", [quota(CPU, "0")]))],
                           cohort="co"),
             local_queue("mine"), local_queue("theirs"),
-            _admitted("same-prio", "theirs", "4", 0, created=50),
+            admitted("same-prio", "theirs", "4", 0, created=50),
             workload("in", "mine", {CPU: "2"}, priority=0, created=10)]
     # reclaimWithinCohort has no LowerOrNewerEqualPriority: equal priority is never reclaimed.
     data, _ = run(tmp_path, docs, cycles=1)

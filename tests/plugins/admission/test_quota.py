@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from kubeberth.plugins.admission.quota import (
-    Snapshot,
     admitted_info,
     lowest_subtree_that_fits,
     node_height,
@@ -22,6 +21,7 @@ from .builders import (
     local_queue,
     quota,
     run,
+    snapshot,
     states,
     workload,
 )
@@ -40,24 +40,16 @@ def _two_queues(a_gpu: tuple[str, str | None, str | None],
     ]
 
 
-def _snapshot(tmp_path: Path, docs: list[dict[str, object]]) -> Snapshot:
-    objs = load(tmp_path, docs)
-    snap = Snapshot(objs)
-    for wl in objs.workloads:
-        if wl.admission is not None:
-            snap.add_workload(admitted_info(wl))
-    return snap
-
 
 def test_cohort_subtree_quota_sums_members(tmp_path: Path) -> None:
-    snap = _snapshot(tmp_path, _two_queues(("8", None, None), ("2", None, None)))
+    snap = snapshot(load(tmp_path, _two_queues(("8", None, None), ("2", None, None))))
     assert snap.cohorts["co"].subtree_quota[FR] == 10_000
     assert snap.cluster_queues["a"].available(FR) == 10_000
     assert snap.cluster_queues["b"].potential_available(FR) == 10_000
 
 
 def test_lending_limit_keeps_quota_local(tmp_path: Path) -> None:
-    snap = _snapshot(tmp_path, _two_queues(("8", None, "3"), ("2", None, None)))
+    snap = snapshot(load(tmp_path, _two_queues(("8", None, "3"), ("2", None, None))))
     # a lends only 3 of its 8: the cohort sees 3 + 2, b can reach at most 5.
     assert snap.cohorts["co"].subtree_quota[FR] == 5_000
     assert snap.cluster_queues["a"].local_quota(FR) == 5_000
@@ -66,7 +58,7 @@ def test_lending_limit_keeps_quota_local(tmp_path: Path) -> None:
 
 
 def test_borrowing_limit_caps_what_a_queue_can_take(tmp_path: Path) -> None:
-    snap = _snapshot(tmp_path, _two_queues(("8", None, None), ("2", "3", None)))
+    snap = snapshot(load(tmp_path, _two_queues(("8", None, None), ("2", "3", None))))
     assert snap.cluster_queues["b"].potential_available(FR) == 5_000
     assert snap.cluster_queues["b"].available(FR) == 5_000
     assert snap.cluster_queues["a"].available(FR) == 10_000
@@ -75,7 +67,7 @@ def test_borrowing_limit_caps_what_a_queue_can_take(tmp_path: Path) -> None:
 def test_usage_past_local_quota_bubbles_to_cohort(tmp_path: Path) -> None:
     docs = [*_two_queues(("8", None, "3"), ("2", None, None)),
             workload("w", "a", {GPU: "6"}, admitted=("a", {GPU: "a100"}))]
-    snap = _snapshot(tmp_path, docs)
+    snap = snapshot(load(tmp_path, docs))
     a, b, co = snap.cluster_queues["a"], snap.cluster_queues["b"], snap.cohorts["co"]
     assert a.usage[FR] == 6_000
     # 5 are kept locally by the lending limit; only 1 is charged to the cohort.
@@ -90,7 +82,7 @@ def test_usage_past_local_quota_bubbles_to_cohort(tmp_path: Path) -> None:
 def test_borrowing_detected_above_nominal(tmp_path: Path) -> None:
     docs = [*_two_queues(("8", None, None), ("2", None, None)),
             workload("w", "b", {GPU: "5"}, admitted=("b", {GPU: "a100"}))]
-    snap = _snapshot(tmp_path, docs)
+    snap = snapshot(load(tmp_path, docs))
     b = snap.cluster_queues["b"]
     assert b.borrowing(FR)
     assert snap.cluster_queues["a"].available(FR) == 5_000
@@ -107,7 +99,7 @@ def test_hierarchical_cohort_quota_and_height(tmp_path: Path) -> None:
         cluster_queue("b", [group([GPU], ("a100", [quota(GPU, "2")]))], cohort="left"),
         cluster_queue("c", [group([GPU], ("a100", [quota(GPU, "1")]))], cohort="root"),
     ]
-    snap = _snapshot(tmp_path, docs)
+    snap = snapshot(load(tmp_path, docs))
     assert snap.cohorts["left"].subtree_quota[FR] == 4_000
     assert snap.cohorts["root"].subtree_quota[FR] == 9_000
     assert node_height(snap.cohorts["left"]) == 1

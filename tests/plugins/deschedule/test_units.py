@@ -12,6 +12,9 @@ from kubeberth.api.errors import InputError
 from kubeberth.config.manifests import load_manifests
 from kubeberth.plugins.deschedule import args as a
 from kubeberth.plugins.deschedule.framework import (
+    EvictionLimits,
+    Evictor,
+    PodEvictor,
     Snapshot,
     default_now,
     format_time,
@@ -27,7 +30,7 @@ from kubeberth.plugins.deschedule.node_utilization import (
     percentages,
     resource_names,
 )
-from kubeberth.plugins.deschedule.pdb import is_ready, scaled
+from kubeberth.plugins.deschedule.pdb import is_ready
 
 
 # ---- utilization ------------------------------------------------------------------------------
@@ -110,12 +113,6 @@ def test_namespaces_and_label_selectors() -> None:
 
 
 # ---- budgets -----------------------------------------------------------------------------------
-@pytest.mark.parametrize(("value", "total", "expected"), [
-    (2, 10, 2), ("50%", 3, 2), ("25%", 4, 1), ("0%", 5, 0), ("100%", 7, 7), ("10%", 1, 1)])
-def test_scaled_rounds_up(value: int | str, total: int, expected: int) -> None:
-    assert scaled(value, total) == expected
-
-
 def test_readiness() -> None:
     snap = Snapshot([], [
         pod("plain"), pod("ready", status={"conditions": [{"type": "Ready", "status": "True"}]}),
@@ -123,6 +120,24 @@ def test_readiness() -> None:
         pod("pending", phase="Pending"),
         pod("deleting", meta={"deletionTimestamp": "2024-06-01T11:00:00Z"})], now=NOW)
     assert [is_ready(p) for p in snap.pods] == [True, True, False, False, False]
+
+
+# ---- the evictor's per-node loop ----------------------------------------------------------------
+class _NoBudgets:
+    def try_evict(self, pod: Any) -> str | None:
+        return None
+
+
+def test_evict_on_node_stops_the_node_at_its_limit_and_the_pass_at_the_total() -> None:
+    snap = Snapshot([], [pod(f"p{i}", "n1") for i in range(4)], now=NOW)
+    chosen = [(p, "why") for p in snap.pods]
+    evictor = Evictor("default", PodEvictor(EvictionLimits(per_node=2, total=3), _NoBudgets()))
+    assert evictor.evict_on_node(chosen, "P") is False
+    assert [d.pod for d in evictor.pod_evictor.evictions] == ["default/p0", "default/p1"]
+    assert evictor.evict_on_node(chosen[2:], "P") is False  # still the node limit
+    evictor.pod_evictor.node_count.clear()
+    assert evictor.evict_on_node(chosen[2:], "P") is True  # the third eviction is the total
+    assert len(evictor.pod_evictor.evictions) == 3
 
 
 # ---- snapshot and clock ------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import msgspec
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector
-from kubeberth.config.descheduler import describe
+from kubeberth.config.fields import describe
 
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}

@@ -50,7 +50,7 @@ from kubeberth.plugins.deschedule.helpers import (
     label_filter,
     pod_fits_any_other_node,
 )
-from kubeberth.plugins.deschedule.pdb import DisruptionBudgets
+from kubeberth.plugins.deschedule.pdb import SnapshotBudgets
 
 NAME = "DefaultEvictor"
 POINTS = ("filter", "preEvictionFilter")
@@ -271,7 +271,7 @@ class DefaultEvictor:
         if PVC in enabled:
             out.append(self._pvc_constraint())
         if WITHOUT_PDB in enabled or PDB_SINGLE_REPLICA in enabled:
-            budgets = DisruptionBudgets(self.snapshot)
+            budgets = SnapshotBudgets(self.snapshot)
             if WITHOUT_PDB in enabled:
                 out.append(lambda p: None if budgets.covering(p) else
                            "pod does not have a PodDisruptionBudget and is protected against "

@@ -9,14 +9,14 @@ reason), ``exitCodes`` (a terminated container's non-zero exit code), ``excludeO
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kubeberth.api.objects import ContainerStatus, LabelSelector, Node
 from kubeberth.plugins.deschedule import args as a
-from kubeberth.plugins.deschedule.framework import EvictError, Handle, PluginSpec, PodView
-from kubeberth.plugins.deschedule.helpers import label_filter, namespace_filter
+from kubeberth.plugins.deschedule.framework import Handle, PluginSpec, PodView
+from kubeberth.plugins.deschedule.helpers import pod_scope
 
 NAME = "RemoveFailedPods"
 POINTS = ("deschedule",)
@@ -63,13 +63,16 @@ def _exit_codes(statuses: list[ContainerStatus]) -> list[int]:
             if s.state.terminated is not None and s.state.terminated.exit_code != 0]
 
 
+def _failure(pod: PodView) -> str:
+    why = pod.pod.status.reason
+    return f"pod failed ({why})" if why else "pod failed"
+
+
 class RemoveFailedPods:
     def __init__(self, args: Args, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        in_ns = namespace_filter(args.namespaces.include, args.namespaces.exclude)
-        in_labels = label_filter(args.label_selector)
-        self.in_scope: Callable[[PodView], bool] = lambda p: in_ns(p) and in_labels(p)
+        self.in_scope = pod_scope(args.namespaces, args.label_selector)
 
     def _matches(self, pod: PodView) -> bool:
         """Upstream ``validateCanEvict`` for a failed pod."""
@@ -99,16 +102,10 @@ class RemoveFailedPods:
     def deschedule(self, nodes: list[Node]) -> None:
         snapshot, evictor = self.handle.snapshot, self.handle.evictor
         for node in nodes:
-            for pod in snapshot.all_pods_on_node(node.metadata.name):
-                if pod.phase != "Failed" or not self.in_scope(pod) or not self._matches(pod):
-                    continue
-                why = pod.pod.status.reason
-                reason = f"pod failed ({why})" if why else "pod failed"
-                err = evictor.evict_checked(pod, NAME, reason)
-                if err is EvictError.NODE_LIMIT:
-                    break
-                if err is EvictError.TOTAL_LIMIT:
-                    return
+            chosen = ((pod, _failure(pod)) for pod in snapshot.all_pods_on_node(node.metadata.name)
+                      if pod.phase == "Failed" and self.in_scope(pod) and self._matches(pod))
+            if evictor.evict_on_node(chosen, NAME):
+                return
 
 
 def new(args: Args, handle: Handle) -> RemoveFailedPods:

@@ -486,6 +486,17 @@ class Evictor:
             return EvictError.REFUSED
         return self.evict(pod, plugin, reason)
 
+    def evict_on_node(self, chosen: Iterable[tuple[PodView, str]], plugin: str) -> bool:
+        """Evict one node's chosen ``(pod, reason)`` pairs in order, as upstream's per-node
+        loops do: the node limit ends the node; True when the total limit ends the pass."""
+        for pod, reason in chosen:
+            err = self.evict_checked(pod, plugin, reason)
+            if err is EvictError.NODE_LIMIT:
+                return False
+            if err is EvictError.TOTAL_LIMIT:
+                return True
+        return False
+
     def refuse(self, pod: PodView, plugin: str, reason: str, why: str) -> None:
         self.pod_evictor.refuse(pod, plugin, reason, why, self.profile)
 
@@ -587,13 +598,13 @@ class Descheduler:
         """One descheduling cycle over ``snapshot``. Upstream skips the cycle when fewer than two
         nodes are ready; ``min_ready_nodes=0`` disables that guard (as upstream's unit tests
         call a plugin directly)."""
-        from kubeberth.plugins.deschedule.pdb import DisruptionBudgets
+        from kubeberth.plugins.deschedule.pdb import SnapshotBudgets
 
         nodes = self.ready_nodes(snapshot)
         if len(nodes) < min_ready_nodes:
             return PassResult(cycle_skipped=f"{len(nodes)} ready node(s) match the policy; the "
                               f"descheduler needs at least {min_ready_nodes}", nodes=len(nodes))
-        pod_evictor = PodEvictor(self.limits, DisruptionBudgets(snapshot))
+        pod_evictor = PodEvictor(self.limits, SnapshotBudgets(snapshot))
         runners = [self._instantiate(plan, snapshot, pod_evictor) for plan in self.profiles]
         for deschedulers, _ in runners:
             for d in deschedulers:

@@ -25,6 +25,7 @@ from kubeberth.api.objects import (
 )
 from kubeberth.api.resources import CPU, MEMORY, PODS
 from kubeberth.api.selectors import compile_label_selector, compile_node_selector_term, tolerated
+from kubeberth.plugins.deschedule.args import Namespaces
 from kubeberth.plugins.deschedule.framework import SYSTEM_CRITICAL_PRIORITY, PodView, Snapshot
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -255,3 +256,11 @@ def label_filter(selector: LabelSelector | None) -> Callable[[PodView], bool]:
         return lambda _p: True
     matches = compile_label_selector(selector, nil_matches=True)
     return lambda p: matches(p.labels)
+
+
+def pod_scope(namespaces: Namespaces, selector: LabelSelector | None
+              ) -> Callable[[PodView], bool]:
+    """A plugin's ``namespaces`` and ``labelSelector`` args together: the pods it considers."""
+    in_ns = namespace_filter(namespaces.include, namespaces.exclude)
+    in_labels = label_filter(selector)
+    return lambda p: in_ns(p) and in_labels(p)

@@ -17,8 +17,7 @@ from kubeberth.plugins.deschedule import args as a
 from kubeberth.plugins.deschedule.framework import EvictError, Handle, PluginSpec, PodView
 from kubeberth.plugins.deschedule.helpers import (
     anti_affinity_violated,
-    label_filter,
-    namespace_filter,
+    pod_scope,
     sort_by_priority_low_to_high,
 )
 
@@ -41,8 +40,7 @@ class RemovePodsViolatingInterPodAntiAffinity:
     def __init__(self, args: Args, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.in_ns = namespace_filter(args.namespaces.include, args.namespaces.exclude)
-        self.in_labels = label_filter(args.label_selector)
+        self.in_scope = pod_scope(args.namespaces, args.label_selector)
 
     def deschedule(self, nodes: list[Node]) -> None:
         snapshot, evictor = self.handle.snapshot, self.handle.evictor
@@ -51,7 +49,7 @@ class RemovePodsViolatingInterPodAntiAffinity:
         by_namespace: dict[str, list[PodView]] = {}
         for n in nodes:
             for p in snapshot.pods_on_node(n.metadata.name):
-                if self.in_ns(p) and self.in_labels(p):
+                if self.in_scope(p):
                     by_node.setdefault(p.node, []).append(p)
                     by_namespace.setdefault(p.namespace, []).append(p)
         for n in nodes:

@@ -16,12 +16,11 @@ from typing import Any
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector, Node
 from kubeberth.plugins.deschedule import args as a
-from kubeberth.plugins.deschedule.framework import EvictError, Handle, PluginSpec, PodView
+from kubeberth.plugins.deschedule.framework import Handle, PluginSpec, PodView
 from kubeberth.plugins.deschedule.helpers import (
-    label_filter,
     matches_node_selector,
-    namespace_filter,
     pod_fits_any_node,
+    pod_scope,
     preferred_weight,
     required_terms,
 )
@@ -57,9 +56,7 @@ class RemovePodsViolatingNodeAffinity:
     def __init__(self, args: Args, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        in_ns = namespace_filter(args.namespaces.include, args.namespaces.exclude)
-        in_labels = label_filter(args.label_selector)
-        self.in_scope: Callable[[PodView], bool] = lambda p: in_ns(p) and in_labels(p)
+        self.in_scope = pod_scope(args.namespaces, args.label_selector)
 
     def deschedule(self, nodes: list[Node]) -> None:
         snapshot = self.handle.snapshot
@@ -94,17 +91,10 @@ class RemovePodsViolatingNodeAffinity:
         """Evict the violating pods node by node; True when the total limit was reached."""
         snapshot, evictor = self.handle.snapshot, self.handle.evictor
         for node in nodes:
-            for pod in snapshot.pods_on_node(node.metadata.name):
-                if not self.in_scope(pod):
-                    continue
-                reason = violates(pod, node)
-                if reason is None:
-                    continue
-                err = evictor.evict_checked(pod, NAME, reason)
-                if err is EvictError.NODE_LIMIT:
-                    break
-                if err is EvictError.TOTAL_LIMIT:
-                    return True
+            scoped = (p for p in snapshot.pods_on_node(node.metadata.name) if self.in_scope(p))
+            chosen = ((p, reason) for p in scoped if (reason := violates(p, node)) is not None)
+            if evictor.evict_on_node(chosen, NAME):
+                return True
         return False
 
 

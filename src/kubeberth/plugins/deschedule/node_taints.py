@@ -11,17 +11,16 @@ plugin.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector, Node, Taint
 from kubeberth.plugins.deschedule import args as a
-from kubeberth.plugins.deschedule.framework import EvictError, Handle, PluginSpec
+from kubeberth.plugins.deschedule.framework import Handle, PluginSpec, PodView
 from kubeberth.plugins.deschedule.helpers import (
-    label_filter,
-    namespace_filter,
+    pod_scope,
     show_taint,
     untolerated_taint,
 )
@@ -58,8 +57,7 @@ class RemovePodsViolatingNodeTaints:
     def __init__(self, args: Args, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        self.in_namespaces = namespace_filter(args.namespaces.include, args.namespaces.exclude)
-        self.in_labels = label_filter(args.label_selector)
+        self.in_scope = pod_scope(args.namespaces, args.label_selector)
         effects = {"NoSchedule", "PreferNoSchedule"} if args.include_prefer_no_schedule \
             else {"NoSchedule"}
         excluded = frozenset(args.excluded_taints)
@@ -76,22 +74,19 @@ class RemovePodsViolatingNodeTaints:
         self.considered = considered
 
     def deschedule(self, nodes: list[Node]) -> None:
-        snapshot, evictor = self.handle.snapshot, self.handle.evictor
         for node in nodes:
-            name = node.metadata.name
-            for pod in snapshot.pods_on_node(name):
-                if not (self.in_namespaces(pod) and self.in_labels(pod)):
-                    continue
-                taint = untolerated_taint(pod.pod.spec.tolerations, node.spec.taints,
-                                          self.considered)
-                if taint is None:
-                    continue
-                reason = f"pod does not tolerate taint {show_taint(taint)} of node {name}"
-                err = evictor.evict_checked(pod, NAME, reason)
-                if err is EvictError.NODE_LIMIT:
-                    break
-                if err is EvictError.TOTAL_LIMIT:
-                    return
+            if self.handle.evictor.evict_on_node(self._violations(node), NAME):
+                return
+
+    def _violations(self, node: Node) -> Iterator[tuple[PodView, str]]:
+        name = node.metadata.name
+        for pod in self.handle.snapshot.pods_on_node(name):
+            if not self.in_scope(pod):
+                continue
+            taint = untolerated_taint(pod.pod.spec.tolerations, node.spec.taints,
+                                      self.considered)
+            if taint is not None:
+                yield pod, f"pod does not tolerate taint {show_taint(taint)} of node {name}"
 
 
 def new(args: Args, handle: Handle) -> RemovePodsViolatingNodeTaints:

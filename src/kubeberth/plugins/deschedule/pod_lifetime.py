@@ -9,7 +9,7 @@ limits and PodDisruptionBudgets stop the youngest.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector, Node
 from kubeberth.plugins.deschedule import args as a
 from kubeberth.plugins.deschedule.framework import EvictError, Handle, PluginSpec, PodView
-from kubeberth.plugins.deschedule.helpers import label_filter, namespace_filter
+from kubeberth.plugins.deschedule.helpers import pod_scope
 
 NAME = "PodLifeTime"
 POINTS = ("deschedule",)
@@ -62,9 +62,7 @@ class PodLifeTime:
     def __init__(self, args: Args, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        in_ns = namespace_filter(args.namespaces.include, args.namespaces.exclude)
-        in_labels = label_filter(args.label_selector)
-        self.in_scope: Callable[[PodView], bool] = lambda p: in_ns(p) and in_labels(p)
+        self.in_scope = pod_scope(args.namespaces, args.label_selector)
 
     def _in_state(self, pod: PodView) -> bool:
         states = self.args.states

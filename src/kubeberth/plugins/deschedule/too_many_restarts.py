@@ -8,15 +8,15 @@ On each node the pods with the most restarts go first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector, Node
 from kubeberth.plugins.deschedule import args as a
-from kubeberth.plugins.deschedule.framework import EvictError, Handle, PluginSpec, PodView
-from kubeberth.plugins.deschedule.helpers import label_filter, namespace_filter
+from kubeberth.plugins.deschedule.framework import Handle, PluginSpec, PodView
+from kubeberth.plugins.deschedule.helpers import pod_scope
 
 NAME = "RemovePodsHavingTooManyRestarts"
 POINTS = ("deschedule",)
@@ -62,9 +62,7 @@ class RemovePodsHavingTooManyRestarts:
     def __init__(self, args: Args, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        in_ns = namespace_filter(args.namespaces.include, args.namespaces.exclude)
-        in_labels = label_filter(args.label_selector)
-        self.in_scope: Callable[[PodView], bool] = lambda p: in_ns(p) and in_labels(p)
+        self.in_scope = pod_scope(args.namespaces, args.label_selector)
 
     def _in_state(self, pod: PodView) -> bool:
         states = self.args.states
@@ -85,13 +83,10 @@ class RemovePodsHavingTooManyRestarts:
                        if self.in_scope(p) and self._in_state(p)]
             counted = [(p, n) for p, n in counted if n >= threshold]
             counted.sort(key=lambda item: -item[1])
-            for pod, n in counted:
-                reason = f"containers restarted {n} times (podRestartThreshold {threshold})"
-                err = evictor.evict_checked(pod, NAME, reason)
-                if err is EvictError.NODE_LIMIT:
-                    break
-                if err is EvictError.TOTAL_LIMIT:
-                    return
+            if evictor.evict_on_node(((pod, f"containers restarted {n} times "
+                                       f"(podRestartThreshold {threshold})")
+                                      for pod, n in counted), NAME):
+                return
 
 
 def new(args: Args, handle: Handle) -> RemovePodsHavingTooManyRestarts:

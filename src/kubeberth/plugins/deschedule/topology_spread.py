@@ -27,12 +27,11 @@ from kubeberth.api.objects import LabelSelector, Node, TopologySpreadConstraint
 from kubeberth.plugins.deschedule import args as a
 from kubeberth.plugins.deschedule.framework import EvictError, Handle, PluginSpec, PodView
 from kubeberth.plugins.deschedule.helpers import (
-    label_filter,
     matches_node_selector,
-    namespace_filter,
     no_schedule_or_execute,
     node_fit,
     pod_fits_any_other_node,
+    pod_scope,
     required_terms,
     term_selector,
     tolerates_taints,
@@ -120,11 +119,10 @@ class RemovePodsViolatingTopologySpreadConstraint:
     def __init__(self, args: Args, handle: Handle) -> None:
         self.args = args
         self.handle = handle
-        in_ns = namespace_filter(args.namespaces.include, args.namespaces.exclude)
-        in_labels = label_filter(args.label_selector)
+        in_scope = pod_scope(args.namespaces, args.label_selector)
         evictor = handle.evictor
         self.pod_filter: Callable[[PodView], bool] = \
-            lambda p: in_ns(p) and in_labels(p) and evictor.filter(p) is None
+            lambda p: in_scope(p) and evictor.filter(p) is None
 
     def balance(self, nodes: list[Node]) -> None:
         snapshot, evictor = self.handle.snapshot, self.handle.evictor

@@ -26,7 +26,6 @@ from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Pod, ResourceMap
 from kubeberth.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, resource_map
 from kubeberth.framework.cycle_state import CycleState
-from kubeberth.framework.extender import ExtenderError
 from kubeberth.framework.handle import Handle
 from kubeberth.framework.interface import (
     ClusterEvent,
@@ -43,14 +42,12 @@ from kubeberth.framework.runtime import Framework
 from kubeberth.framework.status import SUCCESS, Code, Status
 from kubeberth.plugins.scheduling.default_preemption import (
     CompiledPDB,
-    PreemptionResult,
     _filter_with_nominated,
     dry_run_candidates,
-    extender_candidates,
     filter_pods_with_pdb_violation,
     fit_error_message,
+    nominate,
     preemption_policy,
-    select_candidate,
 )
 from kubeberth.plugins.scheduling.helper import is_scalar_resource
 from kubeberth.state.cluster import ClusterState, PodInfo
@@ -314,18 +311,7 @@ class CapacityScheduling(PreFilterPlugin, PreFilterExtensions, PostFilterPlugin,
             return (PostFilterResult(nominated_node=""),
                     Status(Code.UNSCHEDULABLE, (fit_error_message(int(all_nodes.size),
                                                                   statuses),)))
-        if self.handle.extenders:
-            try:
-                candidates = extender_candidates(self.handle.extenders, pod, snap, candidates)
-            except ExtenderError as err:
-                return None, Status(Code.ERROR, (str(err),))
-        best = select_candidate(candidates)
-        if best is None:
-            return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
-        nominator = self.handle.nominator
-        to_clear = [pi for pi in nominator.pods_for(best.node) if pi.priority < pod.priority]
-        return (PreemptionResult(nominated_node=best.name, victims=list(best.victims),
-                                 nominations_to_clear=to_clear), SUCCESS)
+        return nominate(self.handle, pod, snap, candidates)
 
     def _eligible(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                   diagnosis: Diagnosis) -> tuple[bool, str]:

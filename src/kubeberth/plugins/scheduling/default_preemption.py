@@ -443,6 +443,23 @@ def extender_candidates(extenders: Sequence[HTTPExtender], pod: PodInfo, snap: C
             for name in names]
 
 
+def nominate(handle: Handle, pod: PodInfo, snap: ClusterState, candidates: list[Candidate]
+             ) -> tuple[PostFilterResult | None, Status]:
+    """The end of upstream's ``Evaluator.Preempt`` once candidates exist: the extenders'
+    ProcessPreemption, the best candidate, and the lower-priority nominations it clears."""
+    if handle.extenders:
+        try:
+            candidates = extender_candidates(handle.extenders, pod, snap, candidates)
+        except ExtenderError as err:
+            return None, Status(Code.ERROR, (str(err),))
+    best = select_candidate(candidates)
+    if best is None:
+        return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
+    to_clear = [pi for pi in handle.nominator.pods_for(best.node) if pi.priority < pod.priority]
+    return (PreemptionResult(nominated_node=best.name, victims=list(best.victims),
+                             nominations_to_clear=to_clear), SUCCESS)
+
+
 # ---- plugin ----------------------------------------------------------------------------------
 class DefaultPreemption(PostFilterPlugin):
     """kube-scheduler's DefaultPreemption PostFilter plugin."""
@@ -488,17 +505,7 @@ class DefaultPreemption(PostFilterPlugin):
                 return None, Status(Code.ERROR, (_aggregate(errors),))
             return (PostFilterResult(nominated_node=""),
                     Status(Code.UNSCHEDULABLE, (fit_error_message(int(all_nodes.size), statuses),)))
-        if self.handle.extenders:
-            try:
-                candidates = extender_candidates(self.handle.extenders, pod, snap, candidates)
-            except ExtenderError as err:
-                return None, Status(Code.ERROR, (str(err),))
-        best = select_candidate(candidates)
-        if best is None:
-            return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
-        to_clear = [pi for pi in nominator.pods_for(best.node) if pi.priority < pod.priority]
-        return (PreemptionResult(nominated_node=best.name, victims=list(best.victims),
-                                 nominations_to_clear=to_clear), SUCCESS)
+        return nominate(self.handle, pod, snap, candidates)
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> DefaultPreemption:
