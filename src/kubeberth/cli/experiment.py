@@ -68,7 +68,8 @@ def fragmentation(
         "--ray-address", help="Run the grid on this Ray cluster ('local' starts one).")] = None,
 ) -> None:
     """Run the fragmentation experiment grid and write a tidy CSV and an HTML report."""
-    from kubeberth.cli.main import _user_errors, console, err_console
+    from kubeberth.cli.common import err_console, user_errors
+    from kubeberth.cli.main import console
     from kubeberth.report.fragmentation_html import REPORT_FILE, render
     from kubeberth.sim.fragmentation import (
         POLICIES,
@@ -80,7 +81,7 @@ def fragmentation(
         run_grid,
     )
 
-    with _user_errors():
+    with user_errors():
         traces = [check_trace(t) for t in (trace or ["default"])]
         policies = [check_policy(p) for p in (policy or list(POLICIES))]
         seeds = seed or [42]

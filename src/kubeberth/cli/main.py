@@ -133,7 +133,7 @@ def simulate(
             "requestedByPlugin": dict(sorted(log.by_plugin.items())),
         }
     data = write_outputs(result, out, meta)
-    with _user_errors():
+    with user_errors():
         report = write_run_report(out)
     console.print(summary_table(data))
     if (queues := queue_table(data)) is not None:
