@@ -21,6 +21,7 @@ from kubeberth.live.scheduler import LiveScheduler
 from kubeberth.plugins.scheduling import in_tree_registry
 
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+GPU = "nvidia.com/gpu"
 
 
 def wait_for(cond: Callable[[], bool], what: str, timeout: float = 30) -> None:
@@ -109,3 +110,49 @@ class Live:
         for _, _, errors in self.controllers:
             assert not errors, errors
 
+
+def node(name: str, gpus: int, cpu: int = 32, labels: str = "{}") -> str:
+    return f"""apiVersion: v1
+kind: Node
+metadata: {{name: {name}, labels: {labels}}}
+status:
+  allocatable: {{cpu: "{cpu}", memory: 256Gi, nvidia.com/gpu: "{gpus}", pods: "110"}}
+---
+"""
+
+
+def pod(name: str, gpus: int, cpu: str = "2", priority_class: str = "",
+        labels: str = "{}") -> str:
+    pc = f"\n  priorityClassName: {priority_class}" if priority_class else ""
+    return f"""apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default, labels: {labels}}}
+spec:{pc}
+  containers:
+  - name: main
+    image: busybox
+    resources:
+      requests: {{cpu: "{cpu}", memory: 4Gi, nvidia.com/gpu: "{gpus}"}}
+      limits: {{nvidia.com/gpu: "{gpus}"}}
+---
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def bound(live: Live) -> dict[str, str]:
+    return {k: n for k, n in live.placement().items() if n}
+
+
+def gpus_by_node(live: Live) -> dict[str, int]:
+    used: dict[str, int] = {}
+    for p in live.pods().values():
+        node_name = p["spec"].get("nodeName")
+        if node_name and p["status"].get("phase") not in ("Succeeded", "Failed"):
+            for c in p["spec"]["containers"]:
+                used[node_name] = used.get(node_name, 0) + int(
+                    c.get("resources", {}).get("requests", {}).get(GPU, 0))
+    return used

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import sys
 import threading
+import uuid
 from pathlib import Path
 from types import FrameType
 from typing import Annotated
 
 import typer
+import yaml
 from rich.console import Console
 
 from kubeberth.api.errors import InputError
@@ -52,12 +55,24 @@ def scheduler_command(
         "--metrics-address", help="Address of /healthz, /readyz and /metrics.")] = "127.0.0.1",
     plugin: Annotated[list[str] | None, typer.Option(
         "--plugin", help="Out-of-tree plugin to register, as module:attr (repeatable).")] = None,
+    leader_elect: Annotated[bool, typer.Option(
+        "--leader-elect/--no-leader-elect", help="Schedule only while holding the leader "
+                                                 "Lease.")] = True,
+    lease_name: Annotated[str, typer.Option(
+        "--leader-elect-resource-name", help="Name of the leader Lease.")] = "kubeberth-scheduler",
+    lease_namespace: Annotated[str, typer.Option(
+        "--leader-elect-resource-namespace",
+        help="Namespace of the leader Lease.")] = "kube-system",
+    lease_duration: Annotated[float, typer.Option(
+        "--leader-elect-lease-duration", help="Seconds a standby waits for an unrenewed Lease "
+                                              "before taking over.")] = 15.0,
 ) -> None:
     """Schedule the pods whose schedulerName matches a profile, binding them through the API
     with the same plugins as `simulate` and `explain`."""
     from lightkube import Client, KubeConfig
     from lightkube.core.exceptions import ConfigError
 
+    from kubeberth.live.leader import LeaderElector
     from kubeberth.live.metrics import HealthServer
     from kubeberth.live.scheduler import LiveScheduler
 
@@ -66,13 +81,27 @@ def scheduler_command(
         try:
             kube = (KubeConfig.from_file(str(kubeconfig)) if kubeconfig is not None
                     else KubeConfig.from_env())
-        except (ConfigError, OSError, ValueError) as err:
+            client = Client(config=kube)
+        except (ConfigError, OSError, ValueError, KeyError, TypeError, AttributeError,
+                yaml.YAMLError) as err:
+            # A malformed kubeconfig surfaces from lightkube as whatever lookup failed.
             raise InputError(f"cannot read the kubeconfig: {err}",
                              field="--kubeconfig",
                              expected="a kubeconfig file, or in-cluster credentials") from None
+        if lease_duration <= 0:
+            raise InputError(f"--leader-elect-lease-duration {lease_duration} is not positive",
+                             field="--leader-elect-lease-duration",
+                             expected="a number of seconds above 0")
+        elector = None
+        if leader_elect:
+            identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+            elector = LeaderElector(client, lease_name, lease_namespace, identity,
+                                    lease_duration=lease_duration,
+                                    renew_deadline=lease_duration * 2 / 3,
+                                    retry_period=lease_duration / 7.5)
         try:
-            controller = LiveScheduler(cfg, _registry(plugin), Client(config=kube),
-                                       seed=seed, dry_run=dry_run)
+            controller = LiveScheduler(cfg, _registry(plugin), client, seed=seed,
+                                       dry_run=dry_run, elector=elector)
         except InputError as err:
             if err.source is None and cfg.source:
                 err = err.at(source=cfg.source,
@@ -110,4 +139,7 @@ def scheduler_command(
         controller.stop.set()
         worker.join(timeout=5)
         health.stop()
+    if controller.lost_leadership:
+        print("kubeberth scheduler stopped: leader election lost", flush=True)
+        raise typer.Exit(1)
     print("kubeberth scheduler stopped", flush=True)

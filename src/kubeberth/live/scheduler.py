@@ -58,6 +58,7 @@ from kubeberth.framework.registry import Registry
 from kubeberth.framework.scheduler import ASSIGNED_POD_DELETE, NODE_ADD, CycleResult, Scheduler
 from kubeberth.framework.status import SUCCESS, Code, Status
 from kubeberth.live.informer import SCHEDULER_RESOURCES, SYNC, Informer
+from kubeberth.live.leader import LeaderElector
 from kubeberth.live.metrics import SchedulerMetrics
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 
@@ -106,8 +107,11 @@ class LiveScheduler:
     def __init__(self, config: SchedulerConfiguration, registry: Registry, client: Client, *,
                  seed: int = 0, dry_run: bool = False,
                  clock: Callable[[], float] = time.monotonic,
-                 metrics: SchedulerMetrics | None = None, watch_timeout: int = 300) -> None:
+                 metrics: SchedulerMetrics | None = None, watch_timeout: int = 300,
+                 elector: LeaderElector | None = None) -> None:
         self.client = client
+        self.elector = elector
+        self.lost_leadership = False
         self.dry_run = dry_run
         self.clock = clock
         self.metrics = metrics or SchedulerMetrics()
@@ -147,10 +151,22 @@ class LiveScheduler:
     def _enqueue(self, kind: str, type_: str, data: Any) -> None:
         self.events.put((kind, type_, data))
 
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.leading.is_set()
+
+    def _leadership_lost(self) -> None:
+        log.error("leader election lost: stopping")
+        self.lost_leadership = True
+        self.stop.set()
+
     def run(self) -> None:
-        """Start the informers and run the control loop until :attr:`stop` is set."""
+        """Start the informers (and the election) and run the control loop until :attr:`stop`
+        is set. Caches sync while standing by; only the leader schedules."""
         for inf in self.informers:
             inf.start()
+        if self.elector is not None:
+            self.elector.on_lost = self._leadership_lost
+            self.elector.start()
         while not self.stop.is_set():
             synced = all(inf.synced.is_set() for inf in self.informers)
             self._drain(self._wait_time() if self._started else 0.05)
@@ -162,7 +178,11 @@ class LiveScheduler:
                 log.info("caches synced: %d nodes, %d pods", len(self.snap.node_ids()),
                          len(self.pods))
             self.alive_at = self.clock()
-            self.step()
+            if self.leading():
+                self.step()
+        if self.elector is not None:
+            self.elector.stop.set()
+            self.elector.thread.join(timeout=5)
         for inf in self.informers:
             inf.thread.join(timeout=0.1)
 
