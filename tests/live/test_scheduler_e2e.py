@@ -11,11 +11,14 @@ import pytest
 from lightkube import Client
 from tests.live.harness import GPU, Live, bound, gpus_by_node, node, pod, wait_for, write
 
+from kubeberth.api.objects import ObjectMeta, Pod
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
+from kubeberth.framework.handle import WaitingPod
 from kubeberth.live.scheduler import LiveScheduler
 from kubeberth.plugins.scheduling import in_tree_registry
 from kubeberth.sim.explain import explain
+from kubeberth.state.cluster import make_pod_info
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -213,3 +216,67 @@ def test_seeded_tie_breaks_match_explain(live: Live, tmp_path: Path) -> None:
     assert bound(live) == wants[1]
     wait_for(lambda: len(ctl.decisions) == 6, "the decisions")
     assert {d.action for d in ctl.decisions} == {"bind"}
+
+
+def test_events_and_pod_scheduled_condition(live: Live, tmp_path: Path) -> None:
+    srv = live.serve(write(tmp_path / "cluster.yaml", node("n1", 2)))
+    ctl = live.scheduler()
+    live.kubectl("apply", "-f", str(write(tmp_path / "p.yaml", pod("fits", 2) + pod("waits", 2))))
+    message = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+
+    def condition() -> dict[str, Any] | None:
+        conds = live.pods()["default/waits"]["status"].get("conditions", [])
+        return next((c for c in conds if c["type"] == "PodScheduled"), None)
+
+    wait_for(lambda: (condition() or {}).get("reason") == "Unschedulable", "the condition")
+    cond = condition()
+    assert cond is not None and cond["status"] == "False"
+    assert message in cond["message"]
+
+    def events() -> list[tuple[str, str, str, str]]:
+        api = srv.api
+        return srv.call(lambda: sorted(
+            (e["involvedObject"]["name"], e["type"], e["reason"], e["message"])
+            for e in api.store.items(api.events)
+            if e.get("source", {}).get("component") == "default-scheduler"))
+
+    wait_for(lambda: len(events()) >= 2, "the scheduler's events")
+    got = events()
+    assert ("fits", "Normal", "Scheduled", "Successfully assigned default/fits to n1") in got
+    assert any(e[:3] == ("waits", "Warning", "FailedScheduling") and message in e[3]
+               for e in got)
+    described = live.kubectl("describe", "pod", "waits")
+    assert "FailedScheduling" in described
+    live.stop_controller(ctl)
+    assert ctl.recorder is not None and ctl.recorder.posted >= 2
+
+
+def test_dry_run_writes_no_condition_or_event(live: Live, tmp_path: Path) -> None:
+    srv = live.serve(write(tmp_path / "cluster.yaml", node("n1", 2)))
+    ctl = live.scheduler(dry_run=True)
+    live.kubectl("apply", "-f", str(write(tmp_path / "p.yaml", pod("big", 4))))
+    wait_for(lambda: ctl.sched.queue.pending_pods()["unschedulable"] == 1, "the attempt")
+    assert ctl.recorder is None
+    conds = live.pods()["default/big"]["status"].get("conditions", [])
+    assert all(c.get("reason") != "Unschedulable" for c in conds)
+    api = srv.api
+    assert srv.call(lambda: [e for e in api.store.items(api.events)
+                             if e.get("reason") == "FailedScheduling"]) == []
+
+
+def test_a_victim_waiting_at_permit_is_rejected_not_deleted(live: Live, tmp_path: Path) -> None:
+    live.serve(write(tmp_path / "cluster.yaml", node("only", 2)))
+    live.kubectl("apply", "-f", str(write(tmp_path / "p.yaml", pod("victim", 2))))
+    ctl = LiveScheduler(load_scheduler_config(None), in_tree_registry(), live.client())
+    victim = make_pod_info(Pod(metadata=ObjectMeta(name="victim", namespace="default")))
+    preemptor = make_pod_info(Pod(metadata=ObjectMeta(name="vip", namespace="default")))
+    waiting = WaitingPod(victim, 0, "default-scheduler", deadline=1e9, pending={"Gang"})
+    ctl.sched.handle.waiting_pods.add(waiting)
+    ctl.sched.evictor(victim, preemptor)
+    assert waiting.rejected is not None
+    assert waiting.rejected.plugin == "DefaultPreemption"
+    assert waiting.rejected.message() == "preempted"
+    assert "default/victim" in live.pods()  # nothing was deleted through the API
+    assert [(d.action, d.pod) for d in ctl.decisions] == [("preempt", "default/victim")]
+    assert ctl.recorder is not None
+    ctl.recorder.close()

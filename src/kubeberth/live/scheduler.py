@@ -57,6 +57,7 @@ from kubeberth.framework.interface import ClusterEvent
 from kubeberth.framework.registry import Registry
 from kubeberth.framework.scheduler import ASSIGNED_POD_DELETE, NODE_ADD, CycleResult, Scheduler
 from kubeberth.framework.status import SUCCESS, Code, Status
+from kubeberth.live.events import EventRecorder
 from kubeberth.live.informer import SCHEDULER_RESOURCES, SYNC, Informer
 from kubeberth.live.leader import LeaderElector
 from kubeberth.live.metrics import SchedulerMetrics
@@ -108,8 +109,10 @@ class LiveScheduler:
                  seed: int = 0, dry_run: bool = False,
                  clock: Callable[[], float] = time.monotonic,
                  metrics: SchedulerMetrics | None = None, watch_timeout: int = 300,
-                 elector: LeaderElector | None = None) -> None:
+                 elector: LeaderElector | None = None, events: bool = True) -> None:
         self.client = client
+        # Events and PodScheduled conditions are writes: a dry run makes none.
+        self.recorder = EventRecorder(client) if events and not dry_run else None
         self.elector = elector
         self.lost_leadership = False
         self.dry_run = dry_run
@@ -183,6 +186,8 @@ class LiveScheduler:
         if self.elector is not None:
             self.elector.stop.set()
             self.elector.thread.join(timeout=5)
+        if self.recorder is not None:
+            self.recorder.close()
         for inf in self.informers:
             inf.thread.join(timeout=0.1)
 
@@ -238,8 +243,36 @@ class LiveScheduler:
         self.metrics.attempts.labels(result=result, profile=res.profile).inc()
         if res.outcome in ("unschedulable", "error"):
             log.info("%s: %s", res.pod.key, res.message)
+            self._failed(res)
         elif res.outcome == "waiting":
             log.info("%s: waiting at Permit on %s", res.pod.key, res.node)
+
+    def _failed(self, res: CycleResult) -> None:
+        """Upstream handleSchedulingFailure's writes: a FailedScheduling event and the
+        PodScheduled=False condition (written only when it changes)."""
+        pi = res.pod
+        reason = "Unschedulable" if res.outcome == "unschedulable" else "SchedulerError"
+        if self.recorder is None or self.pods.get(pi.key) is not pi:
+            return  # dry run, or the pod is gone or already replaced by a newer version
+        self.recorder.pod_event(res.profile, pi.namespace, pi.name, pi.pod.metadata.uid,
+                                "Warning", "FailedScheduling", res.message)
+        current = next((c for c in pi.pod.status.conditions if c.type == "PodScheduled"), None)
+        if current is not None and (current.status, current.reason, current.message) == \
+                ("False", reason, res.message):
+            return
+        condition = {"type": "PodScheduled", "status": "False", "reason": reason,
+                     "message": res.message,
+                     "lastTransitionTime": dt.datetime.now(dt.UTC).strftime(
+                         "%Y-%m-%dT%H:%M:%SZ")}
+        try:
+            self.client.patch(KPod.Status, pi.name, {"status": {"conditions": [condition]}},
+                              namespace=pi.namespace, patch_type=PatchType.STRATEGIC)
+        except ApiError as err:
+            if err.status.code != 404:
+                log.warning("updating %s's PodScheduled condition: %s", pi.key,
+                            err.status.message)
+        except httpx.HTTPError as err:
+            log.warning("updating %s's PodScheduled condition: %s", pi.key, err)
 
     def _activate(self, state: CycleState | None) -> None:
         want = state.get(PODS_TO_ACTIVATE_KEY) if state is not None else None
@@ -261,6 +294,7 @@ class LiveScheduler:
                     self._bind(res)
                 else:
                     log.info("%s: %s", res.pod.key, res.message)
+                    self._failed(res)
 
     def _bind(self, res: CycleResult) -> None:
         key = res.pod.key
@@ -314,15 +348,30 @@ class LiveScheduler:
             return Status(Code.ERROR, (f"binding failed: {err}",), BINDER)
         self.decisions.append(Decision(pi.key, "bind", node))
         log.info("bound %s to %s", pi.key, node)
+        if self.recorder is not None:
+            self.recorder.pod_event(pi.pod.spec.scheduler_name, pi.namespace, pi.name,
+                                    pi.pod.metadata.uid, "Normal", "Scheduled",
+                                    f"Successfully assigned {pi.key} to {node}")
         return SUCCESS
 
     def _evict_api(self, victim: PodInfo, preemptor: PodInfo) -> None:
         node = self.snap.node_names[victim.node] if victim.node >= 0 else ""
         self.decisions.append(Decision(victim.key, "preempt", node, preemptor.key))
+        waiting = self.sched.handle.waiting_pods.get(victim.key)
+        if waiting is not None:
+            # Upstream rejects a victim waiting at Permit in place: it was never bound.
+            log.info("preempting %s (waiting at Permit) for %s", victim.key, preemptor.key)
+            waiting.reject("DefaultPreemption", "preempted")
+            return
         if self.dry_run:
             log.info("dry-run: would preempt %s on %s for %s", victim.key, node, preemptor.key)
             return
         log.info("preempting %s on %s for %s", victim.key, node, preemptor.key)
+        if self.recorder is not None:
+            self.recorder.pod_event(preemptor.pod.spec.scheduler_name, victim.namespace,
+                                    victim.name, victim.pod.metadata.uid, "Normal",
+                                    "Preempted", f"Preempted by pod {preemptor.pod.metadata.uid}"
+                                                 f" on node {node}")
         try:
             self.client.delete(KPod, victim.name, namespace=victim.namespace)
         except ApiError as err:
