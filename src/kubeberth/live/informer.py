@@ -10,6 +10,7 @@ the shared-informer fan-out: each controller owns its informers.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Namespace, Node, Pod
 from lightkube.resources.policy_v1 import PodDisruptionBudget
 from lightkube.resources.scheduling_v1 import PriorityClass
+
+log = logging.getLogger("kubeberth.informer")
 
 SYNC = "SYNC"
 Obj = dict[str, Any]
@@ -63,8 +66,8 @@ class Informer:
     streams; ``synced`` is set once the first list has been delivered."""
 
     def __init__(self, client: Client, kind: str, resource: type[Resource], sink: Sink, *,
-                 stop: threading.Event, watch_timeout: int = 300, retry_delay: float = 0.2
-                 ) -> None:
+                 stop: threading.Event, watch_timeout: int = 300, retry_delay: float = 0.2,
+                 absent_retry: float = 30.0) -> None:
         self.client = client
         self.kind = kind
         self.resource = resource
@@ -72,6 +75,7 @@ class Informer:
         self.stop = stop
         self.watch_timeout = watch_timeout
         self.retry_delay = retry_delay
+        self.absent_retry = absent_retry
         self.synced = threading.Event()
         self.stats = InformerStats()
         self.error: BaseException | None = None
@@ -92,6 +96,15 @@ class Informer:
             except ApiError as err:
                 if err.status.code == 410:
                     self.stats.gone += 1
+                elif err.status.code == 404 and not self.synced.is_set():
+                    # The resource is not served (a CRD such as PodGroup not installed): the
+                    # cache holds none of it; look again now and then.
+                    self.error = err
+                    log.warning("%s is not served by the API (404); treating it as empty",
+                                self.kind)
+                    self.sink(self.kind, SYNC, [])
+                    self.synced.set()
+                    self.stop.wait(self.absent_retry)
                 else:
                     self.error = err
                     self.stop.wait(self.retry_delay)
