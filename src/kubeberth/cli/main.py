@@ -22,6 +22,7 @@ from kubeberth.cli.common import OutputFormat, err_console, scheduling_registry,
 from kubeberth.cli.deschedule import deschedule
 from kubeberth.cli.extender import extender_command
 from kubeberth.cli.report import report_app
+from kubeberth.cli.scheduler import scheduler_command
 from kubeberth.cli.serve import serve
 from kubeberth.cli.spill import SpillConfigOpt, spill_app, spill_config
 from kubeberth.config.manifests import load_manifests
@@ -200,6 +201,7 @@ def version() -> None:
 
 
 app.command("serve")(serve)
+app.command("scheduler")(scheduler_command)
 
 
 def main() -> None:

@@ -1,0 +1,591 @@
+"""``kubeberth scheduler``: the simulator's Scheduler run as a controller on a Kubernetes API.
+
+The same :class:`~kubeberth.framework.scheduler.Scheduler` (profiles, queue, plugins) that the
+simulator and ``explain`` drive is fed by informers instead of a trace, and its three host
+callables reach the API over HTTP through lightkube:
+- ``binder`` posts ``pods/<name>/binding``; a 409 (bound by someone else, being deleted) or a
+  404 makes the binding cycle fail, so the framework forgets the assumed pod, and the
+  controller reads the pod back and accounts it where the API says it is: a pod is never bound
+  twice, because only the API's answer counts;
+- ``evictor`` deletes a preemption victim (``DELETE pods/<name>``); the victim's capacity is
+  released when the watch reports the deletion, as upstream's scheduler cache does;
+- ``nominate`` writes ``status.nominatedNodeName`` through the ``status`` subresource.
+
+A pod the framework assumed stays accounted on its node until the watch confirms the binding
+(or shows it elsewhere, or gone). Permit waits (Coscheduling's gangs) are resolved on the
+controller's monotonic clock. Everything runs on one control-loop thread; the informer
+threads only queue events, so the policy code sees one consistent snapshot, as it does in
+the simulator. State comes from the API alone: a restarted controller lists, finds the pods
+already bound and schedules only the pending ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
+import msgspec
+from lightkube import ApiError, Client
+from lightkube.models.core_v1 import ObjectReference
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Pod as KPod
+from lightkube.types import PatchType
+
+from kubeberth.api.errors import InputError
+from kubeberth.api.objects import (
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+)
+from kubeberth.config.manifests import Manifests, decode_object
+from kubeberth.config.scheduling_crds import load_scheduling_crds
+from kubeberth.config.types import SchedulerConfiguration
+from kubeberth.config.yamlsrc import Document, Source
+from kubeberth.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
+from kubeberth.framework.interface import ClusterEvent
+from kubeberth.framework.registry import Registry
+from kubeberth.framework.scheduler import ASSIGNED_POD_DELETE, NODE_ADD, CycleResult, Scheduler
+from kubeberth.framework.status import SUCCESS, Code, Status
+from kubeberth.live.events import EventRecorder
+from kubeberth.live.informer import SCHEDULER_RESOURCES, SYNC, Informer
+from kubeberth.live.leader import LeaderElector
+from kubeberth.live.metrics import SchedulerMetrics
+from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
+
+log = logging.getLogger("kubeberth.scheduler")
+
+FLUSH_PERIOD = 30.0  # upstream flushUnschedulablePodsLeftover period
+MAX_WAIT = 1.0  # the loop wakes at least this often to check deadlines and stop
+NODE_UPDATES = (ClusterEvent("Node", "UpdateNodeLabel"), ClusterEvent("Node", "UpdateNodeTaint"),
+                ClusterEvent("Node", "UpdateNodeAllocatable"))
+POD_GROUP_UPDATE = ClusterEvent("PodGroup", "Update")
+TERMINAL = ("Succeeded", "Failed")
+BINDER = "LiveBinder"
+
+
+@dataclass(slots=True, frozen=True)
+class Decision:
+    """One decision the controller applied (or, with ``--dry-run``, only logged)."""
+
+    pod: str
+    action: str  # "bind", "preempt" (victim deleted), "nominate", "conflict"
+    node: str
+    detail: str = ""
+
+
+def _decode(kind: str, data: dict[str, Any]) -> Any:
+    """An API object as kubeberth's typed object, validated as the manifest loader does."""
+    text = json.dumps(data)
+    name = data.get("metadata", {}).get("name", "")
+    doc = Document(data=data, source=Source(f"{kind} {name}", text, is_json=True), index=0,
+                   line=None)
+    return decode_object(doc)
+
+
+def _epoch(stamp: str | None) -> float:
+    if not stamp:
+        return time.time()
+    try:
+        return dt.datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return time.time()
+
+
+class LiveScheduler:
+    """Informers, the Scheduler and the API round trips; :meth:`run` until ``stop`` is set."""
+
+    def __init__(self, config: SchedulerConfiguration, registry: Registry, client: Client, *,
+                 seed: int = 0, dry_run: bool = False,
+                 clock: Callable[[], float] = time.monotonic,
+                 metrics: SchedulerMetrics | None = None, watch_timeout: int = 300,
+                 elector: LeaderElector | None = None, events: bool = True) -> None:
+        self.client = client
+        # Events and PodScheduled conditions are writes: a dry run makes none.
+        self.recorder = EventRecorder(client) if events and not dry_run else None
+        self.elector = elector
+        self.lost_leadership = False
+        self.dry_run = dry_run
+        self.clock = clock
+        self.metrics = metrics or SchedulerMetrics()
+        self.stop = threading.Event()
+        self.snap = ClusterState()
+        self.sched = Scheduler(config, registry, self.snap, clock=clock, seed=seed,
+                               binder=self._bind_api, evictor=self._evict_api,
+                               nominate=self._nominate_api)
+        for fw in self.sched.frameworks.values():
+            self.metrics.instrument(fw)
+        self.events: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+        self.informers = [
+            Informer(client, kind, res, self._enqueue, stop=self.stop,
+                     watch_timeout=watch_timeout)
+            for kind, res in SCHEDULER_RESOURCES.items()]
+        self.pods: dict[str, PodInfo] = {}
+        self.pod_groups: dict[str, dict[str, Any]] = {}
+        self.pdbs: dict[str, PodDisruptionBudget] = {}
+        self.decisions: list[Decision] = []
+        self.conflicts = 0
+        self.alive_at = clock()
+        self._seq = 0
+        self._first_seen: dict[str, float] = {}
+        self._conflicted: set[str] = set()
+        self._next_flush = clock() + FLUSH_PERIOD
+        self._lock = threading.Lock()
+        self._started = False
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def ready(self) -> bool:
+        """Every informer has delivered its first list, and the loop has applied them."""
+        return self._started and all(inf.synced.is_set() for inf in self.informers)
+
+    def healthy(self) -> bool:
+        return not self.stop.is_set() and self.clock() - self.alive_at < 30 * MAX_WAIT
+
+    def _enqueue(self, kind: str, type_: str, data: Any) -> None:
+        self.events.put((kind, type_, data))
+
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.leading.is_set()
+
+    def _leadership_lost(self) -> None:
+        log.error("leader election lost: stopping")
+        self.lost_leadership = True
+        self.stop.set()
+
+    def run(self) -> None:
+        """Start the informers (and the election) and run the control loop until :attr:`stop`
+        is set. Caches sync while standing by; only the leader schedules."""
+        for inf in self.informers:
+            inf.start()
+        if self.elector is not None:
+            self.elector.on_lost = self._leadership_lost
+            self.elector.start()
+        while not self.stop.is_set():
+            synced = all(inf.synced.is_set() for inf in self.informers)
+            self._drain(self._wait_time() if self._started else 0.05)
+            if not synced:
+                continue
+            if not self._started:
+                self._drain(0.0)
+                self._started = True
+                log.info("caches synced: %d nodes, %d pods", len(self.snap.node_ids()),
+                         len(self.pods))
+            self.alive_at = self.clock()
+            if self.leading():
+                self.step()
+        if self.elector is not None:
+            self.elector.stop.set()
+            self.elector.thread.join(timeout=5)
+        if self.recorder is not None:
+            self.recorder.close()
+        for inf in self.informers:
+            inf.thread.join(timeout=0.1)
+
+    def _wait_time(self) -> float:
+        now = self.clock()
+        due = [self._next_flush, self.sched.queue.next_backoff_expiry(),
+               self.sched.next_permit_deadline()]
+        soonest = min(d for d in due if d is not None)
+        return max(0.0, min(MAX_WAIT, soonest - now))
+
+    def _drain(self, timeout: float) -> None:
+        """Apply every queued informer event, waiting up to ``timeout`` for the first."""
+        try:
+            first = self.events.get(timeout=timeout) if timeout > 0 else \
+                self.events.get_nowait()
+        except queue.Empty:
+            return
+        self._apply(*first)
+        while True:
+            try:
+                item = self.events.get_nowait()
+            except queue.Empty:
+                return
+            self._apply(*item)
+
+    # ---- scheduling ------------------------------------------------------------------------
+    def step(self) -> None:
+        """Schedule every pod the queue offers now, binding each before the next, as the
+        simulator does with no bind latency; informer events are applied between pods."""
+        q = self.sched.queue
+        now = self.clock()
+        if now >= self._next_flush:
+            q.flush_unschedulable_left_over()
+            self._next_flush = now + FLUSH_PERIOD
+        q.flush_backoff_completed()
+        self._release_waiting()
+        while not self.stop.is_set():
+            self._drain(0.0)
+            res = self.sched.schedule_one()
+            if res is None:
+                break
+            self._record(res)
+            self._activate(res.state)
+            if res.outcome == "assumed":
+                self._bind(res)
+            self._release_waiting()
+            q.flush_backoff_completed()
+        self.metrics.set_pending(q.pending_pods())
+
+    def _record(self, res: CycleResult) -> None:
+        result = {"assumed": "scheduled", "waiting": "scheduled",
+                  "unschedulable": "unschedulable"}.get(res.outcome, "error")
+        self.metrics.attempts.labels(result=result, profile=res.profile).inc()
+        if res.outcome in ("unschedulable", "error"):
+            log.info("%s: %s", res.pod.key, res.message)
+            self._failed(res)
+        elif res.outcome == "waiting":
+            log.info("%s: waiting at Permit on %s", res.pod.key, res.node)
+
+    def _failed(self, res: CycleResult) -> None:
+        """Upstream handleSchedulingFailure's writes: a FailedScheduling event and the
+        PodScheduled=False condition (written only when it changes)."""
+        pi = res.pod
+        reason = "Unschedulable" if res.outcome == "unschedulable" else "SchedulerError"
+        if self.recorder is None or self.pods.get(pi.key) is not pi:
+            return  # dry run, or the pod is gone or already replaced by a newer version
+        self.recorder.pod_event(res.profile, pi.namespace, pi.name, pi.pod.metadata.uid,
+                                "Warning", "FailedScheduling", res.message)
+        current = next((c for c in pi.pod.status.conditions if c.type == "PodScheduled"), None)
+        if current is not None and (current.status, current.reason, current.message) == \
+                ("False", reason, res.message):
+            return
+        condition = {"type": "PodScheduled", "status": "False", "reason": reason,
+                     "message": res.message,
+                     "lastTransitionTime": dt.datetime.now(dt.UTC).strftime(
+                         "%Y-%m-%dT%H:%M:%SZ")}
+        try:
+            self.client.patch(KPod.Status, pi.name, {"status": {"conditions": [condition]}},
+                              namespace=pi.namespace, patch_type=PatchType.STRATEGIC)
+        except ApiError as err:
+            if err.status.code != 404:
+                log.warning("updating %s's PodScheduled condition: %s", pi.key,
+                            err.status.message)
+        except httpx.HTTPError as err:
+            log.warning("updating %s's PodScheduled condition: %s", pi.key, err)
+
+    def _activate(self, state: CycleState | None) -> None:
+        want = state.get(PODS_TO_ACTIVATE_KEY) if state is not None else None
+        if isinstance(want, PodsToActivate) and want.keys:
+            keys = sorted(want.keys)
+            want.keys.clear()
+            self.sched.queue.activate(keys)
+
+    def _release_waiting(self) -> None:
+        """Bind the pods Permit has allowed; rejected or timed-out ones are requeued by the
+        framework. Unreserving one may reject its siblings: resolve until nothing changes."""
+        while True:
+            done = self.sched.resolve_waiting(self.clock())
+            if not done:
+                return
+            for res in done:
+                self._activate(res.state)
+                if res.outcome == "assumed":
+                    self._bind(res)
+                else:
+                    log.info("%s: %s", res.pod.key, res.message)
+                    self._failed(res)
+
+    def _bind(self, res: CycleResult) -> None:
+        key = res.pod.key
+        st = self.sched.bind(res)
+        if st.ok:
+            started = self._first_seen.pop(key, None)
+            if started is not None:
+                attempts = str(min(res.qpi.attempts, 15))
+                self.metrics.sli.labels(attempts=attempts).observe(self.clock() - started)
+            return
+        self.metrics.attempts.labels(result="error", profile=res.profile).inc()
+        if key in self._conflicted:
+            self._conflicted.discard(key)
+            self._reconcile(res.pod)
+
+    def _reconcile(self, pi: PodInfo) -> None:
+        """After a rejected binding, believe the API: read the pod and apply what it says."""
+        try:
+            obj = self.client.get(KPod, pi.name, namespace=pi.namespace)
+        except ApiError as err:
+            if err.status.code == 404:
+                self._apply("Pod", "DELETED", {"metadata": {"name": pi.name,
+                                                            "namespace": pi.namespace}})
+            return
+        except httpx.HTTPError:
+            return
+        self._apply("Pod", "MODIFIED", obj.to_dict())
+
+    # ---- host callables (the API round trips) ----------------------------------------------
+    def _bind_api(self, pi: PodInfo, node: str) -> Status:
+        if self.dry_run:
+            self.decisions.append(Decision(pi.key, "bind", node, "dry-run"))
+            log.info("dry-run: would bind %s to %s", pi.key, node)
+            return SUCCESS
+        binding = KPod.Binding(metadata=ObjectMeta(name=pi.name, namespace=pi.namespace),
+                               target=ObjectReference(kind="Node", name=node))
+        try:
+            # The API answers a Success Status, which lightkube 1.0.1 fails to decode as a
+            # Binding after the binding has succeeded: that one error means success.
+            with contextlib.suppress(msgspec.ValidationError):
+                self.client.create(binding, name=pi.name, namespace=pi.namespace)
+        except ApiError as err:
+            if err.status.code in (404, 409):
+                self.conflicts += 1
+                self._conflicted.add(pi.key)
+                self.decisions.append(Decision(pi.key, "conflict", node,
+                                               err.status.message or ""))
+                log.info("binding %s to %s rejected: %s", pi.key, node, err.status.message)
+            return Status(Code.ERROR, (f"binding rejected: {err.status.message}",), BINDER)
+        except httpx.HTTPError as err:
+            return Status(Code.ERROR, (f"binding failed: {err}",), BINDER)
+        self.decisions.append(Decision(pi.key, "bind", node))
+        log.info("bound %s to %s", pi.key, node)
+        if self.recorder is not None:
+            self.recorder.pod_event(pi.pod.spec.scheduler_name, pi.namespace, pi.name,
+                                    pi.pod.metadata.uid, "Normal", "Scheduled",
+                                    f"Successfully assigned {pi.key} to {node}")
+        return SUCCESS
+
+    def _evict_api(self, victim: PodInfo, preemptor: PodInfo) -> None:
+        node = self.snap.node_names[victim.node] if victim.node >= 0 else ""
+        self.decisions.append(Decision(victim.key, "preempt", node, preemptor.key))
+        waiting = self.sched.handle.waiting_pods.get(victim.key)
+        if waiting is not None:
+            # Upstream rejects a victim waiting at Permit in place: it was never bound.
+            log.info("preempting %s (waiting at Permit) for %s", victim.key, preemptor.key)
+            waiting.reject("DefaultPreemption", "preempted")
+            return
+        if self.dry_run:
+            log.info("dry-run: would preempt %s on %s for %s", victim.key, node, preemptor.key)
+            return
+        log.info("preempting %s on %s for %s", victim.key, node, preemptor.key)
+        if self.recorder is not None:
+            self.recorder.pod_event(preemptor.pod.spec.scheduler_name, victim.namespace,
+                                    victim.name, victim.pod.metadata.uid, "Normal",
+                                    "Preempted", f"Preempted by pod {preemptor.pod.metadata.uid}"
+                                                 f" on node {node}")
+        try:
+            self.client.delete(KPod, victim.name, namespace=victim.namespace)
+        except ApiError as err:
+            if err.status.code != 404:
+                log.warning("deleting victim %s: %s", victim.key, err.status.message)
+        except httpx.HTTPError as err:
+            log.warning("deleting victim %s: %s", victim.key, err)
+
+    def _nominate_api(self, pi: PodInfo, node: str | None) -> None:
+        self.decisions.append(Decision(pi.key, "nominate", node or ""))
+        if self.dry_run:
+            return
+        try:
+            self.client.patch(KPod.Status, pi.name,
+                              {"status": {"nominatedNodeName": node}},
+                              namespace=pi.namespace, patch_type=PatchType.MERGE)
+        except ApiError as err:
+            if err.status.code != 404:
+                log.warning("nominating %s: %s", pi.key, err.status.message)
+        except httpx.HTTPError as err:
+            log.warning("nominating %s: %s", pi.key, err)
+
+    # ---- informer events -> ClusterState and queue -----------------------------------------
+    def _apply(self, kind: str, type_: str, data: Any) -> None:
+        if type_ == "BOOKMARK":
+            return
+        with self._lock:
+            if type_ == SYNC:
+                self._sync(kind, data)
+                return
+            try:
+                self._event(kind, type_ == "DELETED", data)
+            except InputError as err:
+                log.warning("ignoring %s: %s", kind, err)
+
+    def _event(self, kind: str, deleted: bool, data: dict[str, Any]) -> None:
+        meta = data.get("metadata", {})
+        name, namespace = meta.get("name", ""), meta.get("namespace", "")
+        if kind == "Pod":
+            key = f"{namespace}/{name}"
+            if deleted:
+                self._pod_gone(key)
+            else:
+                self._pod(_decode(kind, data))
+        elif kind == "Node":
+            if deleted:
+                self._node_gone(name)
+            else:
+                self._node(_decode(kind, data))
+        elif kind == "PriorityClass":
+            if deleted:
+                self.snap.priority_classes.pop(name, None)
+            else:
+                pc = _decode(kind, data)
+                assert isinstance(pc, PriorityClass)
+                self.snap.priority_classes[name] = pc
+        elif kind == "Namespace":
+            if deleted:
+                self.snap.namespaces.pop(name, None)
+            else:
+                ns = _decode(kind, data)
+                assert isinstance(ns, Namespace)
+                self.snap.namespaces[name] = ns
+        elif kind == "PodDisruptionBudget":
+            if deleted:
+                self.pdbs.pop(f"{namespace}/{name}", None)
+            else:
+                pdb = _decode(kind, data)
+                assert isinstance(pdb, PodDisruptionBudget)
+                self.pdbs[f"{namespace}/{name}"] = pdb
+            self.snap.pdbs = [self.pdbs[k] for k in sorted(self.pdbs)]
+        elif kind == "PodGroup":
+            if deleted:
+                self.pod_groups.pop(f"{namespace}/{name}", None)
+            else:
+                self.pod_groups[f"{namespace}/{name}"] = data
+            self._reload_pod_groups()
+
+    def _sync(self, kind: str, items: list[dict[str, Any]]) -> None:
+        """A fresh list: objects missing from it were deleted while the watch was down."""
+        names = {f"{i['metadata'].get('namespace', '')}/{i['metadata']['name']}"
+                 for i in items}
+        if kind == "Pod":
+            for key in [k for k in self.pods if k not in names]:
+                self._pod_gone(key)
+        elif kind == "Node":
+            for idx in self.snap.node_ids().tolist():
+                if f"/{self.snap.node_names[idx]}" not in names:
+                    self._node_gone(self.snap.node_names[idx])
+        elif kind == "PriorityClass":
+            self.snap.priority_classes.clear()
+        elif kind == "Namespace":
+            self.snap.namespaces.clear()
+        elif kind == "PodDisruptionBudget":
+            self.pdbs.clear()
+        elif kind == "PodGroup":
+            self.pod_groups.clear()
+        for item in items:
+            try:
+                self._event(kind, False, item)
+            except InputError as err:
+                log.warning("ignoring %s: %s", kind, err)
+        if kind == "PodDisruptionBudget":
+            self.snap.pdbs = [self.pdbs[k] for k in sorted(self.pdbs)]
+        if kind == "PodGroup":
+            self._reload_pod_groups()
+
+    def _reload_pod_groups(self) -> None:
+        docs = [Document(data=d, source=Source(f"PodGroup {k}", json.dumps(d), is_json=True),
+                         index=0, line=None) for k, d in sorted(self.pod_groups.items())]
+        crds = load_scheduling_crds(Manifests(other=docs))
+        objects = self.snap.objects
+        objects.pod_groups.clear()
+        objects.pod_group_created.clear()
+        objects.load(crds)
+        self.sched.queue.move_all_to_active_or_backoff(POD_GROUP_UPDATE)
+
+    def _node(self, node: Node) -> None:
+        name = node.metadata.name
+        idx = self.snap.node_index.get(name)
+        if idx is not None and self.snap.present[idx]:
+            self.snap.update_node(node)
+            for event in NODE_UPDATES:
+                self.sched.queue.move_all_to_active_or_backoff(event)
+            return
+        idx = self.snap.add_node(node)
+        # Pods seen bound to this node before it was: account them now.
+        for pi in self.pods.values():
+            if pi.node < 0 and pi.pod.spec.node_name == name:
+                self.snap.add_pod(pi, idx)
+        self.sched.queue.move_all_to_active_or_backoff(NODE_ADD)
+
+    def _node_gone(self, name: str) -> None:
+        idx = self.snap.node_index.get(name)
+        if idx is None or not self.snap.present[idx]:
+            return
+        self.snap.remove_node(name)
+
+    def _new_info(self, pod: Pod, seq: int | None = None) -> PodInfo:
+        if seq is None:
+            self._seq += 1
+            seq = self._seq
+        pi = make_pod_info(pod, self.snap.priority_classes, seq=seq)
+        pi.start_time = _epoch(pod.status.start_time)
+        return pi
+
+    def _pod(self, pod: Pod) -> None:
+        key = pod.key
+        old = self.pods.get(key)
+        if old is not None and old.pod.metadata.uid != pod.metadata.uid:
+            self._pod_gone(key)  # deleted and re-created under the same name
+            old = None
+        if pod.status.phase in TERMINAL or (pod.metadata.deletion_timestamp
+                                            and not pod.spec.node_name):
+            if old is not None:
+                self._pod_gone(key)
+            return
+        node = pod.spec.node_name
+        if node:
+            if old is not None and old.node >= 0 and self.snap.node_names[old.node] == node:
+                old.pod = pod  # the binding (ours or not) confirmed; keep the accounting
+                return
+            if old is not None:
+                self._forget(old)  # bound by someone else, or not where we assumed it
+            pi = self._new_info(pod)
+            self.pods[key] = pi
+            self.snap.objects.pod_created(pi)
+            idx = self.snap.node_index.get(node)
+            if idx is not None and self.snap.present[idx]:
+                self.snap.add_pod(pi, idx)
+            return
+        if old is not None:
+            if old.node >= 0:
+                # Assumed by this controller (waiting at Permit, or bound and the watch not
+                # yet caught up): keep the assumption, take the newer object.
+                old.pod = pod
+                if self.dry_run:
+                    old.pod.spec.node_name = self.snap.node_names[old.node]
+                return
+            new = self._new_info(pod, old.seq)
+            new.arrival = old.arrival
+            self.pods[key] = new
+            self.snap.objects.pod_deleted(key)
+            self.snap.objects.pod_created(new)
+            if self.sched.responsible_for(new):
+                self.sched.queue.update(old, new)
+            return
+        pi = self._new_info(pod)
+        pi.arrival = self.clock()
+        self.pods[key] = pi
+        self.snap.objects.pod_created(pi)
+        if self.sched.responsible_for(pi):
+            self._first_seen[key] = pi.arrival
+            self.sched.add(pi)
+
+    def _forget(self, pi: PodInfo) -> None:
+        """Stop scheduling or accounting a pod this controller had queued or assumed."""
+        key = pi.key
+        wp = self.sched.handle.waiting_pods.get(key)
+        if wp is not None:
+            wp.reject(BINDER, "the pod was bound or deleted elsewhere")
+        self.sched.queue.delete(key)
+        self.sched.handle.nominator.remove(pi)
+        self._first_seen.pop(key, None)
+        if pi.node >= 0 and wp is None:
+            self.snap.remove_pod(pi)
+        self.snap.objects.pod_deleted(key)
+        self.pods.pop(key, None)
+
+    def _pod_gone(self, key: str) -> None:
+        pi = self.pods.get(key)
+        if pi is None:
+            return
+        was_on_node = pi.node >= 0
+        self._forget(pi)
+        if was_on_node:
+            self.sched.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
