@@ -8,6 +8,9 @@ import json
 from pathlib import Path
 
 from tests.cli.spill_example import EXAMPLE, simulate
+from typer.testing import CliRunner
+
+from kubeberth.cli.main import app
 
 SPILL = ("--spill-config", str(EXAMPLE / "spill.yaml"))
 
@@ -61,3 +64,27 @@ def test_bad_policy_and_interval_are_input_errors(tmp_path: Path) -> None:
     code, output, _ = simulate(tmp_path, *SPILL, "--deschedule-policy",
                                str(EXAMPLE / "descheduler.yaml"), "--descheduling-interval", "0")
     assert code == 2 and "--descheduling-interval" in output
+
+
+def test_sweep_compares_min_pod_age_and_eviction_limits() -> None:
+    """The spill sweep's descheduler knobs: one run per (minPodAge, per-node limit); a limit
+    of one eviction per pass returns the VK pods more slowly, so it costs more GPU-hours."""
+    res = CliRunner().invoke(app, [
+        "spill", "sweep", "--cluster", str(EXAMPLE / "cluster.yaml"),
+        "-w", str(EXAMPLE / "workload-return.yaml"), *SPILL, "--stabilizations", "300",
+        "--deschedule-policy", str(EXAMPLE / "descheduler.yaml"),
+        "--min-pod-ages", "0,1800", "--evictions-per-node", "1,2", "-o", "json"])
+    assert res.exit_code == 0, res.output
+    runs = json.loads(res.output)["runs"]
+    knobs = [(r["minPodAgeSeconds"], r["maxEvictionsPerNode"]) for r in runs]
+    assert knobs == [(0.0, 1), (0.0, 2), (1800.0, 1), (1800.0, 2)]
+    assert all(r["evictions"] == 4 for r in runs)
+    by = {(r["minPodAgeSeconds"], r["maxEvictionsPerNode"]): r for r in runs}
+    assert by[(0.0, 1)]["gpuHours"] > by[(0.0, 2)]["gpuHours"]
+
+
+def test_sweep_descheduler_knobs_need_a_policy() -> None:
+    res = CliRunner().invoke(app, [
+        "spill", "sweep", "--cluster", str(EXAMPLE / "cluster.yaml"),
+        "-w", str(EXAMPLE / "workload.yaml"), *SPILL, "--min-pod-ages", "60"])
+    assert res.exit_code == 2 and "--deschedule-policy" in res.output

@@ -18,6 +18,7 @@ import typer
 
 from kubeberth.api.errors import InputError
 from kubeberth.cli.common import user_errors
+from kubeberth.config.descheduler import DeschedulerPolicy
 from kubeberth.config.spill import SpillConfig, load_spill_config, validate
 
 spill_app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -107,6 +108,37 @@ _SWEEP_CAPTION = ("thr threshold, win window s, stab stabilization s, taint_s se
                   "spill pods spilled, wait/p95 pod wait s (mean/p95), unsch never scheduled")
 
 
+def _policy_grid(path: Path | None, ages: str | None, per_node: str | None
+                 ) -> list[tuple[dict[str, float | int | None], DeschedulerPolicy | None]]:
+    """The DeschedulerPolicy variants to run (one None entry without a policy)."""
+    from kubeberth.config.descheduler import load_descheduler_policy
+    from kubeberth.plugins.deschedule import build_descheduler
+    from kubeberth.sim.descheduling import policy_variant
+
+    if path is None:
+        if ages or per_node:
+            raise InputError("--min-pod-ages and --evictions-per-node need a policy",
+                             field="--deschedule-policy", expected="a DeschedulerPolicy file")
+        return [({}, None)]
+    policy = load_descheduler_policy(path)
+    age_values: list[float | None] = list(_floats(ages, "--min-pod-ages")) if ages else [None]
+    limit_values: list[int | None] = [None]
+    if per_node:
+        limit_values = []
+        for v in _floats(per_node, "--evictions-per-node"):
+            if v < 1 or v != int(v):
+                raise InputError(f"{v:g} evictions per node", field="--evictions-per-node",
+                                 expected="whole numbers of at least 1")
+            limit_values.append(int(v))
+    out: list[tuple[dict[str, float | int | None], DeschedulerPolicy | None]] = []
+    for age in age_values:
+        for limit in limit_values:
+            variant = policy_variant(policy, min_pod_age=age, max_per_node=limit)
+            build_descheduler(variant)  # validate before any run starts
+            out.append(({"minPodAgeSeconds": age, "maxEvictionsPerNode": limit}, variant))
+    return out
+
+
 @spill_app.command("sweep")
 def sweep(
     cluster: Annotated[list[Path], typer.Option("--cluster", help="Nodes (as simulate).")],
@@ -121,14 +153,25 @@ def sweep(
         "--stabilizations", help="Stabilization durations (s) to compare.")] = "0,300,900",
     until: Annotated[float | None, typer.Option(help="Stop each run at this time (s).")] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="table or json")] = "table",
+    deschedule_policy: Annotated[Path | None, typer.Option(
+        "--deschedule-policy", help="DeschedulerPolicy bringing spilled pods back (as "
+                                    "simulate); enables the two knobs below.")] = None,
+    min_pod_ages: Annotated[str | None, typer.Option(
+        "--min-pod-ages", help="DefaultEvictor minPodAge values (s) to compare.")] = None,
+    evictions_per_node: Annotated[str | None, typer.Option(
+        "--evictions-per-node", help="maxNoOfPodsToEvictPerNode values to compare.")] = None,
+    descheduling_interval: Annotated[float, typer.Option(
+        help="Seconds between descheduling passes.")] = 300.0,
 ) -> None:
     """Run the same workload with each combination of knobs and compare thrash (taint flips)
-    with responsiveness (pod waits), spill GPU-hours and cost."""
+    with responsiveness (pod waits), spill GPU-hours, cost and evictions. With a
+    DeschedulerPolicy, its minPodAge and per-node eviction limit are knobs too."""
     from rich.table import Table
 
     from kubeberth.cli.main import console
     from kubeberth.config.scheduler import load_scheduler_config
     from kubeberth.plugins.scheduling import in_tree_registry
+    from kubeberth.sim.descheduling import SimDescheduler
     from kubeberth.sim.engine import Simulation
     from kubeberth.sim.spill import SpillHost, sweep_grid, sweep_row
     from kubeberth.sim.traces import load_workload
@@ -144,20 +187,30 @@ def sweep(
             _floats(thresholds, "--thresholds") if thresholds else [c.threshold],
             _floats(windows, "--windows") if windows else [c.window_seconds],
             _floats(stabilizations, "--stabilizations"))
+        policies = _policy_grid(deschedule_policy, min_pod_ages, evictions_per_node)
         sched = load_scheduler_config(None)
         rows = []
         for variant in grid:
-            wl = load_workload(cluster, workload)  # fresh objects: a run writes into its pods
-            sim = Simulation(wl, sched, in_tree_registry(), until=until)
-            host = SpillHost(variant)
-            host.attach(sim)
-            rows.append(sweep_row(variant, sim.run(), host))
+            for knobs, policy in policies:
+                wl = load_workload(cluster, workload)  # fresh objects: a run writes into its pods
+                desched = SimDescheduler(policy) if policy is not None else None
+                sim = Simulation(wl, sched, in_tree_registry(), until=until, descheduler=desched,
+                                 deschedule_interval=descheduling_interval)
+                if desched is not None:
+                    desched.attach(sim)
+                host = SpillHost(variant)
+                host.attach(sim)
+                row = sweep_row(variant, sim.run(), host)
+                if policy is not None:
+                    row.update(knobs)
+                rows.append(row)
     if output == "json":
         sys.stdout.write(json.dumps({"runs": rows}, indent=2) + "\n")
         return
     table = Table(title="spill knobs: thrash vs responsiveness", caption=_SWEEP_CAPTION,
                   box=None, padding=(0, 1), pad_edge=False)
-    for header in _SWEEP_HEADERS:
+    headers = _SWEEP_HEADERS + (("age", "per_node") if deschedule_policy else ())
+    for header in headers:
         table.add_column(header, justify="right", no_wrap=True)
     for row in rows:
         table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()))

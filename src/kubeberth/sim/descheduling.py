@@ -10,10 +10,11 @@ PDBs once more at eviction time, as the eviction API would. Like the descheduler
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from kubeberth.config.descheduler import DeschedulerPolicy
+from kubeberth.config.descheduler import DEFAULT_EVICTOR, DeschedulerPolicy
 from kubeberth.plugins.deschedule import Snapshot, build_descheduler
 from kubeberth.plugins.deschedule.framework import Decision
 from kubeberth.sim.engine import Simulation
@@ -69,4 +70,18 @@ def owner_replicas(owners: OwnerRuntime) -> dict[tuple[str, str, str], int]:
         spec = run.spec
         if spec.kind != "Job" and not run.deleted:
             out[(spec.controller_kind, spec.namespace, spec.controller_name)] = run.desired
+    return out
+
+
+def policy_variant(policy: DeschedulerPolicy, *, min_pod_age: float | None = None,
+                   max_per_node: int | None = None) -> DeschedulerPolicy:
+    """``policy`` with every profile's DefaultEvictor ``minPodAge`` (seconds) and the policy's
+    ``maxNoOfPodsToEvictPerNode`` replaced where given: the knobs a spill sweep compares."""
+    out = copy.deepcopy(policy)
+    if max_per_node is not None:
+        out.max_pods_to_evict_per_node = max_per_node
+    if min_pod_age is not None:
+        for profile in out.profiles:
+            args = profile.plugin_config.setdefault(DEFAULT_EVICTOR, {})
+            args["minPodAge"] = f"{min_pod_age:g}s"
     return out
