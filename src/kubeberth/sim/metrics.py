@@ -61,8 +61,22 @@ class Metrics:
     # would dwarf the cluster's).
     exclude_nodes: list[int] = field(default_factory=list)
     frag: NodeStatsCache | None = None
+    # The cluster-derived columns of the last sample and the state generation they describe:
+    # between two samples the cluster often did not change, and these are the costly ones.
+    _cluster_cols: tuple[int, tuple[float | int, ...]] | None = None
 
     def sample(self, now: float, snap: ClusterState, pending: tuple[int, int, int]) -> None:
+        cached = self._cluster_cols
+        if cached is None or cached[0] != snap.generation:
+            cached = self._cluster_cols = (snap.generation, self._cluster_columns(snap))
+        alloc_cpu, alloc_mem, alloc_gpu, running, frag_pct, whole = cached[1]
+        self.rows.append((
+            now, alloc_cpu, alloc_mem, alloc_gpu, running, *pending,
+            self.attempts["scheduled"], self.attempts["unschedulable"],
+            self.attempts["error"], self.preemptions, frag_pct, whole,
+        ))
+
+    def _cluster_columns(self, snap: ClusterState) -> tuple[float | int, ...]:
         ids = snap.node_ids()
         counted = ids[~np.isin(ids, self.exclude_nodes)] if self.exclude_nodes else ids
         alloc = snap.allocatable[counted].sum(axis=0)
@@ -86,11 +100,8 @@ class Metrics:
             frag_pct = round(100.0 * weighted / self.frag.workload.total_weight / total_gpu, 4)
         whole = (gpus.count[ids] == 8) & (gpus.free[ids] == 1000).all(axis=1) \
             if gpus.width else np.zeros(len(ids), dtype=np.bool_)
-        self.rows.append((
-            now, pct(CPU), pct(MEMORY), pct(GPU_MILLI), running, *pending,
-            self.attempts["scheduled"], self.attempts["unschedulable"],
-            self.attempts["error"], self.preemptions, frag_pct, int(np.count_nonzero(whole)),
-        ))
+        return (pct(CPU), pct(MEMORY), pct(GPU_MILLI), running, frag_pct,
+                int(np.count_nonzero(whole)))
 
     def wait_percentiles(self) -> dict[str, float]:
         waits = np.array([r.wait for r in self.pods.values() if r.wait is not None],
