@@ -23,7 +23,7 @@ import numpy as np
 
 from kubeberth.api.errors import InputError
 from kubeberth.config.types import SchedulerConfiguration
-from kubeberth.framework.cycle_state import CycleState
+from kubeberth.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
 from kubeberth.framework.extender import (
     ExtenderError,
     ExtenderVerdicts,
@@ -480,6 +480,15 @@ class Scheduler:
         fw.run_post_bind(state, pod, self.snapshot, node)
         self.queue.done(pod.key)
         return SUCCESS
+
+    def activate_requested(self, state: CycleState | None) -> None:
+        """Move the pods a plugin asked for during a cycle (upstream ``PodsToActivate``) to
+        activeQ, as upstream does once the cycle is over; hosts call it after each cycle."""
+        want = state.get(PODS_TO_ACTIVATE_KEY) if state is not None else None
+        if isinstance(want, PodsToActivate) and want.keys:
+            keys = sorted(want.keys)
+            want.keys.clear()
+            self.queue.activate(keys)
 
     def resolve_waiting(self, now: float) -> list[CycleResult]:
         """Finish Permit waits that were allowed, rejected or timed out. Allowed pods come back

@@ -52,7 +52,6 @@ from kubeberth.config.manifests import Manifests, decode_object
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.types import SchedulerConfiguration
 from kubeberth.config.yamlsrc import Document, Source
-from kubeberth.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
 from kubeberth.framework.interface import ClusterEvent
 from kubeberth.framework.registry import Registry
 from kubeberth.framework.scheduler import ASSIGNED_POD_DELETE, NODE_ADD, CycleResult, Scheduler
@@ -230,7 +229,7 @@ class LiveScheduler:
             if res is None:
                 break
             self._record(res)
-            self._activate(res.state)
+            self.sched.activate_requested(res.state)
             if res.outcome == "assumed":
                 self._bind(res)
             self._release_waiting()
@@ -274,13 +273,6 @@ class LiveScheduler:
         except httpx.HTTPError as err:
             log.warning("updating %s's PodScheduled condition: %s", pi.key, err)
 
-    def _activate(self, state: CycleState | None) -> None:
-        want = state.get(PODS_TO_ACTIVATE_KEY) if state is not None else None
-        if isinstance(want, PodsToActivate) and want.keys:
-            keys = sorted(want.keys)
-            want.keys.clear()
-            self.sched.queue.activate(keys)
-
     def _release_waiting(self) -> None:
         """Bind the pods Permit has allowed; rejected or timed-out ones are requeued by the
         framework. Unreserving one may reject its siblings: resolve until nothing changes."""
@@ -289,7 +281,7 @@ class LiveScheduler:
             if not done:
                 return
             for res in done:
-                self._activate(res.state)
+                self.sched.activate_requested(res.state)
                 if res.outcome == "assumed":
                     self._bind(res)
                 else:

@@ -36,7 +36,6 @@ import msgspec
 from kubeberth.api.objects import Node, Pod, PodCondition, PodStatus
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.types import SchedulerConfiguration
-from kubeberth.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
 from kubeberth.framework.interface import ClusterEvent
 from kubeberth.framework.registry import Registry
 from kubeberth.framework.scheduler import (
@@ -367,7 +366,7 @@ class Simulation:
             if not done:
                 return
             for res in done:
-                self._activate(res.state)
+                self.scheduler.activate_requested(res.state)
                 if res.outcome == "assumed":
                     self._bind(res)
                     continue
@@ -380,14 +379,6 @@ class Simulation:
                     self._tick += 1
                     self._first_release = self._tick
 
-    def _activate(self, state: CycleState | None) -> None:
-        """Move the pods a plugin asked for (upstream PodsToActivate) to activeQ."""
-        want = state.get(PODS_TO_ACTIVATE_KEY) if state is not None else None
-        if isinstance(want, PodsToActivate) and want.keys:
-            keys = sorted(want.keys)
-            want.keys.clear()
-            self.scheduler.queue.activate(keys)
-
     def _schedule_all(self) -> None:
         sched = self.scheduler
         sched.queue.flush_backoff_completed()
@@ -398,7 +389,7 @@ class Simulation:
                 break
             self._decisions += 1
             self._record(res)
-            self._activate(res.state)
+            self.scheduler.activate_requested(res.state)
             if res.outcome == "assumed":
                 if self.bind_latency > 0:
                     self._push(self.now + self.bind_latency, Phase.BIND, res)
