@@ -47,17 +47,19 @@ def _requirement(key: str, op: str, values: list[str], ops: tuple[str, ...],
         raise InputError(f"operator {op} needs an integer value, got {values[0]!r}",
                          field=field, expected="an integer") from None
 
-    def compare(labels: Labels) -> bool:
-        raw = labels.get(key)
-        if raw is None:
-            return False
-        try:
-            num = int(raw)
-        except ValueError:
-            return False
-        return num > bound if op == "Gt" else num < bound
+    greater = op == "Gt"
+    return lambda labels: compare_integer(labels.get(key), bound, greater)
 
-    return compare
+
+def compare_integer(raw: str | None, bound: int, greater: bool) -> bool:
+    """Gt/Lt on a label value: false when the label is missing or not an integer."""
+    if raw is None:
+        return False
+    try:
+        num = int(raw)
+    except ValueError:
+        return False
+    return num > bound if greater else num < bound
 
 
 def _equals(key: str, value: str) -> LabelPredicate:

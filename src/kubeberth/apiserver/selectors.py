@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubeberth.api.selectors import compare_integer
 from kubeberth.apiserver.errors import bad_request
 
 ObjectPredicate = Callable[[Mapping[str, Any]], bool]
@@ -82,7 +83,7 @@ def _label_requirement(part: str) -> Callable[[Mapping[str, str]], bool]:
         except ValueError:
             raise bad_request(f"unable to parse requirement: for 'gt', 'lt' operators, the "
                               f"value must be an integer: {part.strip()!r}") from None
-        return lambda labels: _compare(labels.get(key), bound, op == ">")
+        return lambda labels: compare_integer(labels.get(key), bound, op == ">")
     m = _EXISTS.match(part)
     if m:
         negate, key = m[1] == "!", m[2]
@@ -92,16 +93,6 @@ def _label_requirement(part: str) -> Callable[[Mapping[str, str]], bool]:
     raise bad_request(f"unable to parse requirement: {part.strip()!r} is not a valid label "
                       "selector requirement (key, !key, key=value, key!=value, key in (a,b), "
                       "key notin (a,b))")
-
-
-def _compare(raw: str | None, bound: int, greater: bool) -> bool:
-    if raw is None:
-        return False
-    try:
-        num = int(raw)
-    except ValueError:
-        return False
-    return num > bound if greater else num < bound
 
 
 def field_value(obj: Mapping[str, Any], path: str) -> str:
