@@ -85,3 +85,20 @@ def test_extended_resource_names() -> None:
     assert not is_extended_resource("cpu")
     assert not is_extended_resource("hugepages-2Mi")
     assert not is_extended_resource("kubernetes.io/something")
+
+
+def test_limits_default_missing_requests_as_the_api_server_does() -> None:
+    p = pod({"containers": [
+        {"resources": {"limits": {"cpu": "2", "nvidia.com/gpu": "1"},
+                       "requests": {"cpu": "500m"}}},
+        {"resources": {"limits": {"memory": "1Gi"}}},
+    ], "initContainers": [{"resources": {"limits": {"cpu": "4"}}}]})
+    assert pod_requests(p) == {"cpu": 4000, "nvidia.com/gpu": 1000, "memory": 2**30 * 1000}
+    # The non-zero defaults apply only where neither a request nor a limit names cpu/memory.
+    assert pod_non_zero_requests(p)["memory"] == 2**30 * 1000 + DEFAULT_MEMORY_REQUEST
+
+
+def test_bad_limit_names_the_limits_field() -> None:
+    with pytest.raises(InputError) as info:
+        pod_requests(pod({"containers": [{"resources": {"limits": {"cpu": "-1"}}}]}))
+    assert info.value.field == "spec.containers[0].resources.limits.cpu"

@@ -5,7 +5,8 @@ init containers (sidecars) to that sum, takes the per-resource maximum against e
 container plus the sidecars started before it, and finally adds the pod overhead. Scoring plugins
 use a "non-zero" variant in which a container that does not mention cpu or memory is counted as
 100m / 200Mi, so that request-less pods do not all pile onto one node. Both are computed once per
-pod, in milli-units.
+pod, in milli-units, after the API server's defaulting of requests from limits (a manifest read
+from a file has not been through an API server).
 """
 
 from __future__ import annotations
@@ -57,7 +58,10 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
 
 
 def _container_requests(c: Container, field: str, non_zero: bool) -> dict[str, int]:
-    reqs = resource_map(c.resources.requests, f"{field}.resources.requests")
+    """A container's requests after the API server's defaulting: a resource with a limit and
+    no request requests its limit (``SetDefaults_Pod``)."""
+    reqs = resource_map(c.resources.limits, f"{field}.resources.limits")
+    reqs.update(resource_map(c.resources.requests, f"{field}.resources.requests"))
     if non_zero:
         for name, default in _NON_ZERO_DEFAULTS.items():
             reqs.setdefault(name, default)
