@@ -59,13 +59,17 @@ def test_queue_table_matches_queues_csv(kueue_spill_dir: Path) -> None:
     assert len(table.rows) == len(rows)
     shown = {(r[0], r[1]): r for r in table.rows}
     for r in rows:
-        scope = "ClusterQueue" if r["scope"] == "clusterQueue" else "priority"
+        scope = {"clusterQueue": "ClusterQueue", "localQueue": "LocalQueue"}.get(
+            r["scope"], r["scope"])
         row = shown[(scope, r["name"])]
         assert row[2:6] == [int(r[c]) for c in ("workloads", "admitted", "pending",
                                                  "preempted")]
         assert row[6] == pytest.approx(float(r["borrowed_gpu_hours"]), abs=1e-3)
     assert shown[("ClusterQueue", "inference-vk")][2:4] == [18, 18]
     assert shown[("ClusterQueue", "low-priority")][6] == 8
+    assert shown[("LocalQueue", "serving/inference-vk")][2:4] == [18, 18]
+    assert shown[("LocalQueue", "data/low-priority")][6] == 8
+    assert shown[("priority", "1000")][2] == 18
     # No preemption in this run: no reason table, and the page says so.
     assert [t.caption for t in tables(section)] == [table.caption]
     text = " ".join(b.text for b in section.blocks if isinstance(b, Paragraph))

@@ -240,7 +240,12 @@ def test_outputs_are_deterministic_and_include_queue_files(tmp_path: Path) -> No
     with (tmp_path / "one" / "queues.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert [(r["scope"], r["name"]) for r in rows] == [
-        ("clusterQueue", "borrower"), ("clusterQueue", "owner"), ("priority", "0")]
+        ("clusterQueue", "borrower"), ("clusterQueue", "owner"),
+        ("localQueue", "default/qa"), ("localQueue", "default/qb"), ("priority", "0")]
+    by = {(r["scope"], r["name"]): r for r in rows}
+    # A LocalQueue's row counts the workloads submitted through it.
+    assert by[("localQueue", "default/qb")]["workloads"] == by[
+        ("clusterQueue", "borrower")]["workloads"] == "6"
     with (tmp_path / "one" / "queue_timeseries.csv").open() as f:
         series = list(csv.DictReader(f))
     borrower = [r for r in series if r["cluster_queue"] == "borrower"]

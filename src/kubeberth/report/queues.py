@@ -28,6 +28,7 @@ PREEMPTION_REASONS = ("InClusterQueue", "InCohortReclamation", "InCohortReclaimW
                       "InCohortFairSharing")
 WAIT_COLUMNS = ("wait_admit_p50", "wait_admit_p95", "wait_admit_p99", "wait_bind_p50",
                 "wait_bind_p95", "wait_bind_p99")
+SCOPES = {"clusterQueue": "ClusterQueue", "localQueue": "LocalQueue", "priority": "priority"}
 COUNT_COLUMNS = ("workloads", "admitted", "pending", "preempted", "gang_timeouts")
 
 
@@ -110,14 +111,15 @@ def queue_section(run: Run) -> Section | None:
     for i in range(len(rows)):
         waits = [_cell(rows.num(c)[i]) for c in WAIT_COLUMNS]
         table.append([
-            "ClusterQueue" if rows.text("scope")[i] == "clusterQueue" else "priority",
+            SCOPES.get(rows.text("scope")[i], rows.text("scope")[i]),
             rows.text("name")[i],
             *(_cell(rows.num(c)[i]) for c in COUNT_COLUMNS[:4]),
             _cell(rows.num("borrowed_gpu_hours")[i]),
             _cell(rows.num("gang_timeouts")[i]),
             " / ".join(str(w) for w in waits[:3]), " / ".join(str(w) for w in waits[3:])])
-    blocks.append(Table(header, table, caption="queues.csv: workloads per ClusterQueue and per "
-                                               "priority; waits from the Workload's creation"))
+    blocks.append(Table(header, table, caption="queues.csv: workloads per ClusterQueue, "
+                                               "LocalQueue (namespace/name) and priority; "
+                                               "waits from the Workload's creation"))
     reasons = _reasons(run)
     seen = [r for r in PREEMPTION_REASONS if any(r in v for v in reasons.values())]
     seen += sorted({r for v in reasons.values() for r in v} - set(seen))
@@ -164,7 +166,7 @@ def queues_compare(runs: Sequence[Run]) -> Section | None:
                ("bind wait p95 (s)", ("wait_bind_p95",)))
     table: list[list[Cell]] = []
     for scope, name in keys:
-        label = f"{'ClusterQueue' if scope == 'clusterQueue' else 'priority'} {name}"
+        label = f"{SCOPES.get(scope, scope)} {name}"
         for metric, cols in metrics:
             cells: list[Cell] = []
             for t in tables:

@@ -440,7 +440,9 @@ class AdmissionDriver:
         if t.job is not None:
             assert self.owners is not None
             self.owners.suspend(t.job)
-            self.job_pods = {k: v for k, v in self.job_pods.items() if v != t.wl.key}
+            # A pod still live was mid-binding: kept, so it is deleted once it is bound.
+            self.job_pods = {k: v for k, v in self.job_pods.items()
+                             if v != t.wl.key or k in t.job.live}
         else:
             owned = [k for k in sorted(t.wl.pods)
                      if k in t.originals and k not in t.finished and self.owners is not None
@@ -564,11 +566,13 @@ class AdmissionDriver:
                 t.admitted_at = end
         by_cq: dict[str, list[_Tracked]] = {name: [] for name in sorted(self.objs.cluster_queues)}
         by_prio: dict[int, list[_Tracked]] = {}
+        by_lq: dict[str, list[_Tracked]] = {}
         for t in self.tracked.values():
             if t.created is None:
                 continue
             by_cq.setdefault(t.cluster_queue, []).append(t)
             by_prio.setdefault(t.wl.priority, []).append(t)
+            by_lq.setdefault(f"{t.wl.namespace}/{t.wl.queue_name}", []).append(t)
         reasons: dict[str, dict[str, int]] = {}
         for _, victim, _by, why in self.preemptions:
             cq = self.tracked[victim].cluster_queue
@@ -577,15 +581,18 @@ class AdmissionDriver:
         queues = {name: _group_stats(ts, self.state) | {"preemptionReasons": reasons.get(name, {})}
                   for name, ts in sorted(by_cq.items()) if name}
         prios = {str(p): _group_stats(ts, self.state) for p, ts in sorted(by_prio.items())}
+        local = {name: _group_stats(ts, self.state) for name, ts in sorted(by_lq.items())}
         rows: list[tuple[object, ...]] = []
-        for scope, groups in (("clusterQueue", queues), ("priority", prios)):
+        for scope, groups in (("clusterQueue", queues), ("localQueue", local),
+                              ("priority", prios)):
             for name, s in groups.items():
                 rows.append((scope, name, s["workloads"], s["admitted"], s["pending"],
                              s["preempted"], s["borrowedGpuHours"], s["gangTimeouts"],
                              *(s["waitAdmitSeconds"].get(q, "") for q in ("p50", "p95", "p99")),
                              *(s["waitBindSeconds"].get(q, "") for q in ("p50", "p95", "p99"))))
         return AdmissionReport(
-            summary={"cycles": self.cycles, "clusterQueues": queues, "priorities": prios,
+            summary={"cycles": self.cycles, "clusterQueues": queues, "localQueues": local,
+                     "priorities": prios,
                      "preemptions": len(self.preemptions),
                      "borrowedGpuHours": round(sum(s["borrowedGpuHours"]
                                                    for s in queues.values()), 6)},
