@@ -7,8 +7,10 @@ the same contention, on the same cluster and virtual node."""
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,11 +88,18 @@ def test_four_queues_show_waits_borrowing_and_preemptions(tmp_path: Path) -> Non
     assert {r["cluster_queue"] for r in series} == set(cqs)
     assert max(float(r["dominant_share"]) for r in series
                if r["cluster_queue"] == "low-priority") > 0
+    # The report shows the queues: waits, borrowing and preemptions by reason.
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<h2>Kueue admission per queue</h2>" in html
+    assert "<caption>preemptions by reason</caption>" in html
+    svgs = [base64.b64decode(m).decode() for m in re.findall(
+        r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', html)]
+    assert any("low-priority borrowed" in svg for svg in svgs)  # the borrowed-GPU line
 
 
 def test_four_queues_is_deterministic(tmp_path: Path) -> None:
     run(tmp_path, "a")
     run(tmp_path, "b")
     for name in ("summary.json", "timeseries.csv", "pods.csv", "queues.csv",
-                 "queue_timeseries.csv"):
+                 "queue_timeseries.csv", "report.html"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()

@@ -13,10 +13,11 @@ from typer.testing import CliRunner
 from kubeberth.cli.main import app
 
 SPILL = ("--spill-config", str(EXAMPLE / "spill.yaml"))
+KUEUE = ("-w", str(EXAMPLE / "kueue.yaml"))
 
 
 def test_spilled_pods_return_to_the_cluster_within_the_pdb(tmp_path: Path) -> None:
-    code, output, out = simulate(tmp_path, *SPILL, "--deschedule-policy",
+    code, output, out = simulate(tmp_path, *KUEUE, *SPILL, "--deschedule-policy",
                                  str(EXAMPLE / "descheduler.yaml"),
                                  workload="workload-return.yaml")
     assert code == 0, output
@@ -71,7 +72,7 @@ def test_sweep_compares_min_pod_age_and_eviction_limits() -> None:
     of one eviction per pass returns the VK pods more slowly, so it costs more GPU-hours."""
     res = CliRunner().invoke(app, [
         "spill", "sweep", "--cluster", str(EXAMPLE / "cluster.yaml"),
-        "-w", str(EXAMPLE / "workload-return.yaml"), *SPILL, "--stabilizations", "300",
+        "-w", str(EXAMPLE / "workload-return.yaml"), *KUEUE, *SPILL, "--stabilizations", "300",
         "--deschedule-policy", str(EXAMPLE / "descheduler.yaml"),
         "--min-pod-ages", "0,1800", "--evictions-per-node", "1,2", "-o", "json"])
     assert res.exit_code == 0, res.output

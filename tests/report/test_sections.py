@@ -132,7 +132,7 @@ def test_time_axis_unit_follows_run_length(tmp_path: Path) -> None:
 
 def queue_waits(run: Run) -> Section | None:
     """What a Kueue feature's section looks like: it reads its own CSV when present."""
-    queues = run.table("queues.csv", required=("queue", "wait_p99"))
+    queues = run.table("feature.csv", required=("queue", "wait_p99"))
     if queues is None:
         return None
     rows = list(zip(queues.text("queue"), queues.num("wait_p99").tolist(), strict=True))
@@ -141,7 +141,7 @@ def queue_waits(run: Run) -> Section | None:
 
 def test_a_feature_adds_a_section(tmp_path: Path) -> None:
     folder = write_run(tmp_path / "r", summary())
-    (folder / "queues.csv").write_text("queue,wait_p99\ntraining,12.5\ninference,0.25\n")
+    (folder / "feature.csv").write_text("queue,wait_p99\ntraining,12.5\ninference,0.25\n")
     html = run_report(load_run(folder), [*RUN_SECTIONS, queue_waits]).render()
     assert section_titles(html)[-1] == "Queues"
     assert '<td>training</td><td class="num">12.500</td>' in html

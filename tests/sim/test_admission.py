@@ -240,7 +240,12 @@ def test_outputs_are_deterministic_and_include_queue_files(tmp_path: Path) -> No
     with (tmp_path / "one" / "queues.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert [(r["scope"], r["name"]) for r in rows] == [
-        ("clusterQueue", "borrower"), ("clusterQueue", "owner"), ("priority", "0")]
+        ("clusterQueue", "borrower"), ("clusterQueue", "owner"),
+        ("localQueue", "default/qa"), ("localQueue", "default/qb"), ("priority", "0")]
+    by = {(r["scope"], r["name"]): r for r in rows}
+    # A LocalQueue's row counts the workloads submitted through it.
+    assert by[("localQueue", "default/qb")]["workloads"] == by[
+        ("clusterQueue", "borrower")]["workloads"] == "6"
     with (tmp_path / "one" / "queue_timeseries.csv").open() as f:
         series = list(csv.DictReader(f))
     borrower = [r for r in series if r["cluster_queue"] == "borrower"]
@@ -267,13 +272,177 @@ def test_default_trace_runs_without_a_driver() -> None:
     assert sim.kueue is None
 
 
-def test_jobs_without_pods_are_listed_as_not_simulated(tmp_path: Path) -> None:
-    job = {"apiVersion": "batch/v1", "kind": "Job",
-           "metadata": {"name": "train", "namespace": "default",
-                        "labels": {"kueue.x-k8s.io/queue-name": "q"}},
-           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
-               {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}}}}
-    pods, summary = simulate(tmp_path, TWO_POOLS, [*one_queue(), job, pod("p", 4, 0, 10, "q")])
-    assert summary["admission"]["unsimulatedWorkloads"] == ["default/job-train"]
-    # The Job takes no quota: the pod's workload is admitted at once.
-    assert pods["p"]["bound"] == "0.0"
+def job(name: str, gpu: int, *, queue: str = "q", completions: int = 2, parallelism: int = 2,
+        duration: float = 50, arrival: float = 0, min_parallelism: int | None = None,
+        backoff_limit: int | None = None) -> Doc:
+    meta: Doc = {"name": name, "namespace": "default",
+                 "annotations": {"kubeberth.io/arrival-seconds": str(arrival)}}
+    if queue:
+        meta["labels"] = {"kueue.x-k8s.io/queue-name": queue}
+    if min_parallelism is not None:
+        meta["annotations"]["kueue.x-k8s.io/job-min-parallelism"] = str(min_parallelism)
+    spec: Doc = {"completions": completions, "parallelism": parallelism,
+                 "template": {"metadata": {"annotations": {
+                     "kubeberth.io/duration-seconds": str(duration)}},
+                     "spec": {"restartPolicy": "Never", "containers": [
+                         {"name": "c", "resources": {"requests": {
+                             "cpu": "1", "nvidia.com/gpu": str(gpu)}}}]}}}
+    if backoff_limit is not None:
+        spec["backoffLimit"] = backoff_limit
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
+
+
+def job_pods(pods: dict[str, dict[str, str]], name: str) -> list[dict[str, str]]:
+    return sorted((r for k, r in pods.items() if k.startswith(f"{name}-")),
+                  key=lambda r: (float(r["arrival"]), r["pod"]))
+
+
+def test_queued_job_is_suspended_until_its_workload_is_admitted(tmp_path: Path) -> None:
+    # The quota (4 GPUs) is held by a pod until 100 s; node b1 has room all along.
+    pods, summary = simulate(tmp_path, TWO_POOLS, [*one_queue(),
+        pod("holder", 4, 0, 100, "q"),
+        job("train", 2, arrival=10)])
+    created = job_pods(pods, "train")
+    # No pod exists before admission (not created, not merely gated); the Job then runs its
+    # two completions in parallel on the flavor's pool.
+    assert [r["arrival"] for r in created] == ["100.0", "100.0"]
+    assert all(r["bound"] == "100.0" and r["node"] == "a1" for r in created)
+    assert all(r["finished"] == "150.0" for r in created)
+    cq = summary["admission"]["clusterQueues"]["cq"]
+    assert cq["workloads"] == 2 and cq["admitted"] == 2 and cq["pending"] == 0
+    # The Job's Workload was created with the Job at 10 s and admitted at 100 s.
+    assert cq["waitAdmitSeconds"]["max"] == 90.0
+    assert "unsimulatedWorkloads" not in summary["admission"]
+
+
+def test_job_pods_get_the_flavor_node_labels(tmp_path: Path) -> None:
+    nodes = [node("a1", "a", gpu=2), node("b1", "b", gpu=8)]
+    pods, _ = simulate(tmp_path, nodes, [*one_queue(gpu=8),
+        job("train", 2, completions=4, parallelism=2)])
+    created = job_pods(pods, "train")
+    # Only a1 (pool a, the flavor's label) is used, one 2-GPU pod at a time on its 2 GPUs,
+    # although b1 has 8 free GPUs.
+    assert len(created) == 4 and {r["node"] for r in created} == {"a1"}
+    assert sorted(float(r["bound"]) for r in created) == [0.0, 50.0, 100.0, 150.0]
+
+
+def test_job_waits_for_quota_behind_another_job(tmp_path: Path) -> None:
+    pods, summary = simulate(tmp_path, TWO_POOLS, [*one_queue(),
+        job("first", 4, completions=2, parallelism=1, duration=100),
+        job("second", 2, completions=1, parallelism=1, duration=10, arrival=5)])
+    # The first Job holds its 4 GPUs until its last completion (200 s), not per pod.
+    assert [r["bound"] for r in job_pods(pods, "first")] == ["0.0", "100.0"]
+    assert [r["bound"] for r in job_pods(pods, "second")] == ["200.0"]
+    assert summary["admission"]["clusterQueues"]["cq"]["admitted"] == 2
+
+
+def test_preempted_job_is_suspended_and_requeued(tmp_path: Path) -> None:
+    pods, summary = simulate(tmp_path, TWO_POOLS, [*cohort_setup(),
+        job("etl", 2, queue="qb", completions=4, parallelism=2, duration=1000),
+        pod("a-1", 4, 100, 500, "qa")])
+    etl = job_pods(pods, "etl")
+    # Two pods started at 0 and were deleted at 100 when the owner reclaimed its quota
+    # (suspension, not failure: no replacement while suspended), then the Job restarted at
+    # 600 and ran its four completions.
+    first = [r for r in etl if r["arrival"] == "0.0"]
+    assert len(first) == 2 and all(r["finished"] == "" for r in first)
+    later = [r for r in etl if r["arrival"] != "0.0"]
+    assert [r["arrival"] for r in later] == ["600.0", "600.0", "1600.0", "1600.0"]
+    assert all(r["node"] == "a1" for r in later)
+    assert [r["finished"] for r in later] == ["1600.0", "1600.0", "2600.0", "2600.0"]
+    adm = summary["admission"]
+    assert adm["preemptions"] == 1
+    assert adm["clusterQueues"]["borrower"]["preemptionReasons"] == {"InCohortReclamation": 1}
+    assert adm["clusterQueues"]["borrower"]["admitted"] == 1
+    assert pods["a-1"]["bound"] == "100.0"
+
+
+def test_suspension_deletes_are_not_job_failures(tmp_path: Path) -> None:
+    # backoffLimit 0: one failure would fail the Job; being suspended twice must not.
+    pods, _ = simulate(tmp_path, TWO_POOLS, [*cohort_setup(),
+        job("etl", 2, queue="qb", completions=2, parallelism=2, duration=1000,
+            backoff_limit=0),
+        pod("a-1", 4, 100, 100, "qa"),
+        pod("a-2", 4, 300, 100, "qa")])
+    etl = job_pods(pods, "etl")
+    assert sum(1 for r in etl if r["finished"]) == 2
+    assert max(float(r["finished"]) for r in etl if r["finished"]) == 1400.0
+
+
+def test_partial_admission_lowers_the_job_parallelism(tmp_path: Path) -> None:
+    pods, summary = simulate(tmp_path, TWO_POOLS, [*one_queue(),
+        pod("holder", 2, 0, 1000, "q"),
+        job("wide", 1, completions=8, parallelism=8, duration=100, min_parallelism=2,
+            arrival=10)])
+    wide = job_pods(pods, "wide")
+    # 2 of the 4 GPUs are held, so the Job is admitted with parallelism 2 (quota for two
+    # pods): four waves of two pods, never more than two at once.
+    assert [r["bound"] for r in wide] == [str(float(t)) for t in (10, 10, 110, 110, 210, 210,
+                                                                  310, 310)]
+    assert summary["admission"]["clusterQueues"]["cq"]["admitted"] == 2
+
+
+def deployment(name: str, gpu: int, replicas: int, schedule: str, queue: str = "q") -> Doc:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "default",
+                         "annotations": {"kubeberth.io/replicas-schedule": schedule}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {
+                         "app": name, "kueue.x-k8s.io/queue-name": queue}},
+                         "spec": {"containers": [{"name": "c", "resources": {"requests": {
+                             "cpu": "1", "nvidia.com/gpu": str(gpu)}}}]}}}}
+
+
+def test_pods_a_controller_creates_later_get_their_own_workloads(tmp_path: Path) -> None:
+    nodes = [node("a1", "a", gpu=8), node("b1", "b")]
+    pods, summary = simulate(tmp_path, nodes, [*one_queue(gpu=6),
+        pod("holder", 2, 0, 200, "q"),
+        deployment("web", 2, 2, "100=3")])
+    web = sorted((r for k, r in pods.items() if k.startswith("web-")),
+                 key=lambda r: (float(r["arrival"]), r["pod"]))
+    assert [r["arrival"] for r in web] == ["0.0", "0.0", "100.0"]
+    # The scale-up's pod waits for quota (6 GPUs, all in use) although a1 has room, and is
+    # admitted at 200 when the holder's Workload finishes.
+    assert web[2]["bound"] == "200.0" and web[2]["node"] == "a1"
+    cq = summary["admission"]["clusterQueues"]["cq"]
+    assert cq["workloads"] == 4 and cq["admitted"] == 4 and cq["pending"] == 0
+
+
+def test_deleted_pods_release_their_workloads_quota(tmp_path: Path) -> None:
+    web = deployment("web", 2, 2, "0=2")
+    web["metadata"]["annotations"]["kubeberth.io/duration-seconds"] = "150"
+    pods, summary = simulate(tmp_path, TWO_POOLS, [*one_queue(), web, pod("p", 4, 10, 10, "q")])
+    # The Deployment is deleted at 150 with its pods: their Workloads are finished and the
+    # quota goes to the waiting pod.
+    assert pods["p"]["bound"] == "150.0"
+    assert summary["admission"]["clusterQueues"]["cq"]["pending"] == 0
+
+
+def test_a_preempted_replica_is_replaced_under_a_new_workload(tmp_path: Path) -> None:
+    docs = [*cohort_setup(), deployment("web", 2, 2, "0=2", queue="qb"),
+            pod("a-1", 4, 100, 100, "qa")]
+    pods, summary = simulate(tmp_path, TWO_POOLS, docs)
+    web = sorted((r for k, r in pods.items() if k.startswith("web-")),
+                 key=lambda r: (float(r["arrival"]), r["pod"]))
+    # The two borrowing replicas are deleted at 100; the ReplicaSet's replacements are new
+    # pods with new Workloads, admitted when the owner's pod finishes at 200.
+    assert [r["arrival"] for r in web] == ["0.0", "0.0", "100.0", "100.0"]
+    assert [r["bound"] for r in web[2:]] == ["200.0", "200.0"]
+    assert all(r["preempted"] == "1" for r in web[:2])
+    borrower = summary["admission"]["clusterQueues"]["borrower"]
+    assert borrower["workloads"] == 4 and borrower["preempted"] == 2
+    assert borrower["pending"] == 0
+
+
+def test_workload_objects_without_an_owner_hold_their_quota(tmp_path: Path) -> None:
+    wl = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
+          "metadata": {"name": "reserved", "namespace": "default"},
+          "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1, "template": {
+              "spec": {"containers": [{"name": "c", "resources": {"requests": {
+                  "cpu": "1", "nvidia.com/gpu": "4"}}}]}}}]}}
+    pods, summary = simulate(tmp_path, TWO_POOLS, [*one_queue(), wl, pod("p", 2, 10, 10, "q")])
+    # Kueue admits the Workload (at 0) and it keeps the quota: the pod is never admitted.
+    assert pods["p"]["bound"] == ""
+    cq = summary["admission"]["clusterQueues"]["cq"]
+    assert cq["admitted"] == 1 and cq["pending"] == 1
+    assert summary["pendingReasons"]

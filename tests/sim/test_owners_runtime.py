@@ -175,3 +175,71 @@ def test_unknown_pod_gone_is_ignored() -> None:
     rt, host = runtime(o)
     rt.pod_gone("default/stranger", succeeded=False)
     assert host.created == [] and rt.replacements == 0
+
+
+def test_suspended_job_creates_nothing_until_resumed() -> None:
+    o = owner("Job", completions=4, parallelism=2, pod_duration=10.0)
+    rt, host = runtime(o)
+    run = rt.run_of(o)
+    run.suspended = True
+    rt.start(o)
+    assert host.created == []
+    rt.resume(run)
+    assert len(host.created) == 2 and not run.suspended
+
+
+def test_suspension_deletes_active_pods_without_counting_failures() -> None:
+    o = owner("Job", completions=4, parallelism=2, pod_duration=10.0, backoff_limit=0)
+    rt, host = runtime(o)
+    rt.start(o)
+    run = rt.run_of(o)
+    first = [k for k, _ in host.created]
+    rt.pod_gone(first[0], succeeded=True)  # one completion, one replacement created
+    active = list(run.live)
+    rt.suspend(run)
+    assert host.deleted == active and not run.live
+    assert run.failed == 0 and run.succeeded == 1 and not run.finished
+    rt.resume(run)
+    # Three completions remain, two at a time.
+    assert len(run.live) == 2 and run.failed == 0
+
+
+def test_suspended_job_deletes_a_pod_it_could_not_delete_before() -> None:
+    o = owner("Job", completions=2, parallelism=2, pod_duration=10.0)
+    rt, host = runtime(o)
+    rt.start(o)
+    run = rt.run_of(o)
+    stuck = next(iter(run.live))
+    host.refuse.add(stuck)  # mid-binding at the moment of the suspension
+    rt.suspend(run)
+    assert list(run.live) == [stuck]
+    host.refuse.clear()
+    rt.reconcile(run)  # what the admission driver does once the pod is bound
+    assert not run.live and stuck in host.deleted
+    assert len(host.created) == 2  # nothing was created while suspended
+
+
+def test_resume_transforms_new_pods_and_caps_parallelism() -> None:
+    o = owner("Job", completions=6, parallelism=4, pod_duration=10.0)
+    rt, host = runtime(o)
+    run = rt.run_of(o)
+    run.suspended = True
+
+    def pin(pod: Pod) -> Pod:
+        pod.spec.node_selector = {"pool": "a"}
+        return pod
+
+    seen: list[Pod] = []
+    original = host.create_owned_pod
+
+    def record(pod: Pod, duration: float | None) -> str:
+        seen.append(pod)
+        return original(pod, duration)
+
+    host.create_owned_pod = record  # type: ignore[method-assign]
+    rt.resume(run, pin, parallelism=2)
+    assert len(seen) == 2 and all(p.spec.node_selector == {"pool": "a"} for p in seen)
+    rt.suspend(run)
+    assert run.transform is None and run.parallelism is None
+    rt.resume(run)
+    assert len(seen) == 6 and all(p.spec.node_selector == {} for p in seen[2:])

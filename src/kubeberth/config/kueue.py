@@ -775,6 +775,31 @@ def _signature(pod: Pod) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:8]
 
 
+def _plain_pod_workload(pod: Pod, objs: KueueObjects, pcs: dict[str, int],
+                        default_priority: int) -> Workload:
+    wl = Workload(namespace=pod.metadata.namespace, name=f"pod-{pod.metadata.name}",
+                  queue_name=pod.metadata.labels[QUEUE_LABEL],
+                  podsets=[PodSet("main", 1, dict(pod_requests(pod)), None, pod.spec)],
+                  uid=pod.metadata.uid, source="Pod", pods={pod.key: "main"})
+    if pod.metadata.creation_timestamp:
+        wl.creation_time = parse_time(pod.metadata.creation_timestamp,
+                                      "metadata.creationTimestamp")
+    _priority_from_labels(wl, pod.metadata.labels, pod.spec, objs, pcs, default_priority)
+    return wl
+
+
+def created_pod_workload(pod: Pod, objs: KueueObjects,
+                         classes: list[PriorityClass]) -> Workload | None:
+    """The Workload Kueue's pod integration creates for a plain pod made after the manifests
+    were read (a ReplicaSet's replacement, a scale-up); None when Kueue leaves the pod alone
+    (no queue label, already bound, an unmanaged namespace, or a pod-group member)."""
+    labels = pod.metadata.labels
+    if QUEUE_LABEL not in labels or POD_GROUP_LABEL in labels or pod.spec.node_name or \
+            pod.metadata.namespace in UNMANAGED_NAMESPACES:
+        return None
+    return _plain_pod_workload(pod, objs, _pc_values(classes), _global_default(classes))
+
+
 def _pod_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int],
                    default_priority: int) -> list[Workload]:
     """Plain pods (one Workload each) and pod groups (one Workload per complete group), as
@@ -790,16 +815,8 @@ def _pod_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int]
         if group:
             groups.setdefault((pod.metadata.namespace, group), []).append(pod)
             continue
-        wl = Workload(namespace=pod.metadata.namespace, name=f"pod-{pod.metadata.name}",
-                      queue_name=labels[QUEUE_LABEL],
-                      podsets=[PodSet("main", 1, dict(pod_requests(pod)), None, pod.spec)],
-                      uid=pod.metadata.uid, source="Pod", pods={pod.key: "main"})
-        if pod.metadata.creation_timestamp:
-            wl.creation_time = parse_time(pod.metadata.creation_timestamp,
-                                          "metadata.creationTimestamp")
-        _located(manifests, pod, lambda w=wl, p=pod: _priority_from_labels(
-            w, p.metadata.labels, p.spec, objs, pcs, default_priority))
-        out.append(wl)
+        _located(manifests, pod, lambda p=pod: out.append(
+            _plain_pod_workload(p, objs, pcs, default_priority)))
     for (ns, group), pods in sorted(groups.items()):
         first = pods[0]
         totals = {p.metadata.annotations.get(POD_GROUP_TOTAL_ANNOTATION) for p in pods}

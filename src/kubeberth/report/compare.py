@@ -19,6 +19,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.report.figures import colour, figure, log_y, steps, svg_figure, time_unit
 from kubeberth.report.html import Block, Cell, Paragraph, Report, Section, Table
 from kubeberth.report.output import summary_rows
+from kubeberth.report.queues import queues_compare
 from kubeberth.report.runs import Run, load_run, write_html
 from kubeberth.report.sections import (
     ALLOCATION,
@@ -27,6 +28,7 @@ from kubeberth.report.sections import (
     PENDING_COLUMNS,
     generic_reason,
 )
+from kubeberth.report.spill_timeline import spill_compare
 
 CompareFn = Callable[[Sequence[Run]], Section | None]
 
@@ -195,6 +197,8 @@ COMPARE_SECTIONS: list[CompareFn] = [
     waits,
     disruptions,
     pending_reasons,
+    queues_compare,
+    spill_compare,
 ]
 
 

@@ -202,6 +202,7 @@ def queue_table(data: dict[str, Any]) -> Table | None:
                 "admit wait p50/p99 s", "bind wait p50/p99 s"):
         t.add_column(col, justify="left" if col == "queue" else "right")
     rows = [(name, s) for name, s in adm["clusterQueues"].items()]
+    rows += [(f"LocalQueue {name}", s) for name, s in adm["localQueues"].items()]
     rows += [(f"priority {p}", s) for p, s in adm["priorities"].items()]
     for name, s in rows:
         t.add_row(name, f"{s['admitted']}/{s['workloads']}", str(s["pending"]),

@@ -114,9 +114,10 @@ def read_columns(path: Path, required: Sequence[str] = ()) -> Columns:
 
 
 def _lookup(data: dict[str, Any], dotted: str) -> Any:
+    """The value at a dotted path; a numeric part indexes a list (``spill.flips.0.time``)."""
     value: Any = data
     for part in dotted.split("."):
-        value = value[part]
+        value = value[int(part)] if isinstance(value, list) else value[part]
     return value
 
 
@@ -178,6 +179,16 @@ class Run:
     @property
     def label(self) -> str:
         return str(self.folder)
+
+    def get(self, dotted: str, kind: type | tuple[type, ...]) -> Any:
+        """A ``summary.json`` value (``"spill.flips"``) checked to be of the JSON ``kind``;
+        InputError naming the field when it is missing or of another type."""
+        try:
+            value = _lookup(self.summary, dotted)
+        except (KeyError, TypeError, IndexError, ValueError):
+            value = None
+        _check(value, kind, self.folder / SUMMARY_FILE, dotted)
+        return value
 
     def table(self, name: str, required: Sequence[str] = ()) -> Columns | None:
         """Another CSV in the folder, or None when this run did not write it."""

@@ -19,7 +19,9 @@ import numpy as np
 from kubeberth.report.figures import colour, figure, log_y, steps, svg_figure, time_unit
 from kubeberth.report.html import Block, Details, Paragraph, Report, Section, Table
 from kubeberth.report.output import REPORT_FILE, summary_rows
+from kubeberth.report.queues import queue_section
 from kubeberth.report.runs import Run, load_run, write_html
+from kubeberth.report.spill_timeline import spill_section
 
 SectionFn = Callable[[Run], Section | None]
 
@@ -234,6 +236,8 @@ RUN_SECTIONS: list[SectionFn] = [
     waits,
     disruptions,
     pending_reasons,
+    queue_section,
+    spill_section,
 ]
 
 

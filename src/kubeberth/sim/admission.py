@@ -1,24 +1,33 @@
 """Kueue in the replay: the driver that runs admission cycles between the simulator's events.
 
-Kueue sits in front of kube-scheduler: the pods of a queued workload are created with the
-``kueue.x-k8s.io/admission`` scheduling gate, so the scheduler's SchedulingGates PreEnqueue
-keeps them out of its queue, and only when admission reserves quota for their workload are they
-ungated, with the assigned flavor's node labels and tolerations, and scheduled. This module
-applies the pure policy of :mod:`kubeberth.plugins.admission` to a running simulation: it gates
-pods as they arrive, queues a workload once all its pods exist, runs admission cycles after each
-batch of events (arrivals, completions, evictions, requeue timers) until a cycle changes nothing,
-ungates admitted pods, evicts the running pods of preempted workloads (their owner re-creates
-them, gated again) and releases quota when a workload's pods have all finished. It also measures
-what queues are for: waits to admission and to bind, borrowing, preemptions and gang timeouts.
+Kueue sits in front of kube-scheduler and holds work back until its Workload is admitted. A
+queue-labelled batch/v1 Job is created suspended: its Workload is queued when the Job is
+created, and only on admission does the Job start, its pods carrying the assigned flavor's node
+labels and tolerations (and partial admission's parallelism); when the Workload is preempted or
+evicted the Job is suspended again (its pods deleted) and the Workload goes back to its queue.
+Plain pods and pod groups are created with the ``kueue.x-k8s.io/admission`` scheduling gate,
+so the scheduler's SchedulingGates PreEnqueue keeps them out of its queue until admission
+ungates them with the flavor's labels and tolerations; a pod a controller creates during the
+run (a ReplicaSet's replacement or scale-up) gets its own Workload the moment it is created.
+Workload objects given without an owner are queued at the start and, once admitted, hold
+their quota (nothing runs for them). This module applies the pure policy of
+:mod:`kubeberth.plugins.admission` to a running simulation: it queues workloads as they
+appear, runs admission cycles after each batch of events (arrivals, completions, evictions,
+requeue timers) until a cycle changes nothing, starts what is admitted, stops what is
+preempted and releases quota when a workload finishes. It also measures what queues are for:
+waits to admission and to bind, borrowing, preemptions and gang timeouts.
 
-The engine talks to it through :class:`AdmissionHost` (three pod operations and a wake-up) and a
-handful of hooks; with no Kueue objects in the input there is no driver and the engine runs as
-before.
+The engine talks to it through :class:`AdmissionHost` (pod operations, a wake-up and a timed
+call) and a handful of hooks, and it starts and suspends Jobs through the run's
+:class:`~kubeberth.sim.owners.OwnerRuntime`; with no Kueue objects in the input there is no
+driver and the engine runs as before.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -26,7 +35,13 @@ import numpy as np
 
 from kubeberth.api.objects import Pod
 from kubeberth.api.resources import GPU
-from kubeberth.config.kueue import KueueObjects, Workload, load_kueue
+from kubeberth.config.kueue import (
+    QUEUE_LABEL,
+    KueueObjects,
+    Workload,
+    created_pod_workload,
+    load_kueue,
+)
 from kubeberth.config.manifests import Manifests
 from kubeberth.plugins.admission import (
     AdmissionState,
@@ -39,6 +54,7 @@ from kubeberth.plugins.admission import (
     run_cycle,
 )
 from kubeberth.plugins.admission.quota import Snapshot, admitted_info
+from kubeberth.sim.owners import OwnerRun, OwnerRuntime
 
 KUEUE_GROUPS = ("kueue.x-k8s.io/", "config.kueue.x-k8s.io/")
 MAX_CYCLES_PER_INSTANT = 10_000
@@ -62,6 +78,10 @@ class AdmissionHost(Protocol):
     def wake_at(self, when: float) -> None:
         """Run the driver again at ``when`` (a requeue backoff or a PodsReady deadline)."""
 
+    def call_at(self, when: float, fn: Callable[[], None], *, counts: bool = False,
+                late: bool = False) -> None:
+        """Run ``fn`` at ``when`` (a Job's creation); ``counts``: it keeps the run going."""
+
 
 @dataclass(slots=True)
 class _Tracked:
@@ -78,12 +98,35 @@ class _Tracked:
     finished: set[str] = field(default_factory=set)
     ready: bool = False
     ready_deadline: float | None = None
+    job: OwnerRun | None = None  # the Kueue-managed Job behind the workload
+    admitted_count: int = 0  # a Job's admitted pod count (PodsReady needs that many)
     admissions: int = 0
     preempted: int = 0
     gang_timeouts: int = 0
     borrowed_milli: int = 0  # GPU milli-units beyond nominal quota this admission added
     borrowed_milli_seconds: float = 0.0
     done: bool = False
+
+
+def _job_key(pod: Pod) -> str | None:
+    """``namespace/name`` of the Job that controls ``pod``, if any."""
+    for ref in pod.metadata.owner_references:
+        if ref.controller and ref.kind == "Job":
+            return f"{pod.metadata.namespace or 'default'}/{ref.name}"
+    return None
+
+
+def _managed_jobs(extras: Manifests) -> set[str]:
+    """Jobs Kueue manages: batch/v1 Jobs labelled with a queue name."""
+    out: set[str] = set()
+    for doc in extras.other:
+        meta = doc.data.get("metadata")
+        if doc.kind != "Job" or not isinstance(meta, dict):
+            continue
+        labels = meta.get("labels")
+        if isinstance(labels, dict) and labels.get(QUEUE_LABEL):
+            out.add(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+    return out
 
 
 def has_kueue_objects(extras: Manifests) -> bool:
@@ -95,21 +138,30 @@ def has_kueue_objects(extras: Manifests) -> bool:
 class AdmissionDriver:
     """Kueue admission applied to a running simulation through an :class:`AdmissionHost`."""
 
-    def __init__(self, objs: KueueObjects, host: AdmissionHost) -> None:
+    def __init__(self, objs: KueueObjects, host: AdmissionHost,
+                 owners: OwnerRuntime | None = None, extras: Manifests | None = None) -> None:
         self.host = host
         self.objs = objs
+        self.owners = owners
+        self.classes = list(extras.priority_classes) if extras is not None else []
         pending = [w for w in objs.workloads if w.admission is None]
         self.state = AdmissionState.from_objects(
             replace(objs, workloads=[replace(w, creation_time=0.0, quota_reserved_time=0.0)
                                      for w in objs.workloads if w.admission is not None]))
         self.tracked: dict[str, _Tracked] = {}
         self.pod_owner: dict[str, str] = {}
+        # Kueue-managed Jobs: Job key -> workload key, and their pods -> workload key.
+        self.jobs: dict[str, str] = {}
+        self.job_pods: dict[str, str] = {}
         for wl in objs.workloads:
-            lq = objs.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
-            t = _Tracked(wl, lq.cluster_queue if lq is not None else "")
-            self.tracked[wl.key] = t
-            for pod_key in wl.pods:
-                self.pod_owner[pod_key] = wl.key
+            self._track(wl)
+            if wl.source == "Job" and owners is not None:
+                job = f"{wl.namespace}/{wl.name.removeprefix('job-')}"
+                run = owners.runs.get(f"Job/{job}")
+                if run is not None:
+                    run.suspended = True  # Kueue's webhook suspends a queue-labelled Job
+                    self.tracked[wl.key].job = run
+                    self.jobs[job] = wl.key
         self.gpu_usage: dict[str, dict[str, int]] = {}  # cq -> flavor -> GPU milli in use
         # The quota tree with the admitted workloads, kept up to date for the share series.
         self.quota = Snapshot(self.state.objs)
@@ -126,26 +178,74 @@ class AdmissionDriver:
         self._dirty = True
         self._wakes: set[float] = set()
         self._last_rejection: dict[str, float] = {}
+        self._stopping: set[str] = set()  # workloads whose pods the driver itself is stopping
         self.cycles = 0
 
     @classmethod
-    def build(cls, pods: list[Pod], extras: Manifests,
-              host: AdmissionHost) -> AdmissionDriver | None:
-        """The driver for a run, or None when the input has no Kueue object."""
+    def build(cls, pods: list[Pod], extras: Manifests, host: AdmissionHost,
+              owners: OwnerRuntime | None = None) -> AdmissionDriver | None:
+        """The driver for a run, or None when the input has no Kueue object. The pods of
+        queue-labelled Jobs are left to their Job (Kueue's pod integration skips them)."""
         if not has_kueue_objects(extras):
             return None
-        manifests = replace(extras, pods=pods)
-        return cls(load_kueue(manifests), host)
+        jobs = _managed_jobs(extras)
+        manifests = replace(extras, pods=[p for p in pods if _job_key(p) not in jobs])
+        return cls(load_kueue(manifests), host, owners, extras)
+
+    def _track(self, wl: Workload) -> _Tracked:
+        lq = self.objs.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+        t = _Tracked(wl, lq.cluster_queue if lq is not None else "")
+        self.tracked[wl.key] = t
+        for pod_key in wl.pods:
+            self.pod_owner[pod_key] = wl.key
+        return t
+
+    def held_back(self, pod: Pod) -> bool:
+        """A pod of a Kueue-managed Job as the input expanded it: the Job starts suspended,
+        so the pod is not created until the Workload is admitted."""
+        key = _job_key(pod)
+        return key is not None and key in self.jobs
+
+    def start(self) -> None:
+        """Queue what exists from the start: Workload objects without an owner now, each
+        managed Job's Workload when the Job is created."""
+        for key, t in sorted(self.tracked.items()):
+            if key not in self._pending:
+                continue
+            if t.job is not None:
+                self.host.call_at(t.job.spec.arrival,
+                                  functools.partial(self._queue, key, t.job.spec.arrival),
+                                  counts=True)
+            elif t.wl.source == "Workload":
+                self._queue(key, 0.0)
+
+    def _queue(self, key: str, now: float) -> None:
+        """Kueue creates the Workload (the Job, the last pod of a group was created)."""
+        t = self.tracked[key]
+        self._pending.discard(key)
+        t.created = now
+        self.state.queues.add(replace(t.wl, creation_time=now), self.state.objs)
+        self._dirty = True
 
     # ---- hooks the engine calls -------------------------------------------------------------
     def manages(self, pod_key: str) -> bool:
-        return pod_key in self.pod_owner
+        return pod_key in self.pod_owner or pod_key in self.job_pods
 
     def arrived(self, pod: Pod, now: float) -> Pod:
         """A pod is created: the pod the scheduler gets (gated while its workload is queued)."""
+        job = _job_key(pod)
+        if job is not None and job in self.jobs:
+            # Created by a running (admitted) Job: its template already carries the flavor.
+            self.job_pods[pod.key] = self.jobs[job]
+            return pod
         owner = self.pod_owner.get(pod.key)
         if owner is None:
-            return pod
+            wl = created_pod_workload(pod, self.objs, self.classes)
+            if wl is None or wl.key in self.tracked:
+                return pod
+            self._track(wl)
+            self._pending.add(wl.key)
+            owner = wl.key
         t = self.tracked[owner]
         t.originals[pod.key] = pod
         wl = self.state.admitted.get(owner)
@@ -153,20 +253,28 @@ class AdmissionDriver:
             return self._admitted_pod(t, pod.key, wl)
         if owner in self._pending and len(t.originals) == len(t.wl.pods):
             # Kueue creates the Workload once every pod of its group exists.
-            self._pending.discard(owner)
-            t.created = now
-            self.state.queues.add(replace(t.wl, creation_time=now), self.state.objs)
-            self._dirty = True
+            self._queue(owner, now)
         return gated_pod(pod)
 
+    def _owner(self, pod_key: str) -> str | None:
+        return self.pod_owner.get(pod_key) or self.job_pods.get(pod_key)
+
     def pod_bound(self, pod_key: str, now: float) -> None:
-        owner = self.pod_owner.get(pod_key)
+        owner = self._owner(pod_key)
         if owner is None:
             return
         t = self.tracked[owner]
+        if t.job is not None and t.job.suspended:
+            # Bound after its Job was suspended (it was mid-binding then): delete it now.
+            assert self.owners is not None
+            self.owners.reconcile(t.job)
+            return
         t.bound.add(pod_key)
-        if t.admitted_at is not None and not t.ready and \
-                len(t.bound | t.finished) == len(t.wl.pods):
+        if t.job is not None:
+            ready = len(t.bound) + t.job.succeeded >= t.admitted_count
+        else:
+            ready = len(t.bound | t.finished) == len(t.wl.pods)
+        if t.admitted_at is not None and not t.ready and ready:
             t.ready = True
             t.ready_deadline = None
             if t.started is None:
@@ -175,17 +283,41 @@ class AdmissionDriver:
             self._dirty = True
 
     def pod_finished(self, pod_key: str, now: float) -> None:
-        owner = self.pod_owner.get(pod_key)
+        """A pod succeeded."""
+        self._pod_ended(pod_key, now)
+
+    def pod_deleted(self, pod_key: str, now: float) -> None:
+        """A pod was deleted (evicted, preempted by the scheduler, scaled down, its node lost):
+        a Job carries on (its controller replaces the pod); a plain pod's or pod group's
+        Workload is finished once none of its pods is left, as Kueue's pod integration
+        finishes it (a replacement a controller creates gets a Workload of its own)."""
+        owner = self._owner(pod_key)
+        if owner is None or owner in self._stopping:
+            return
+        self._pod_ended(pod_key, now)
+
+    def _pod_ended(self, pod_key: str, now: float) -> None:
+        owner = self._owner(pod_key)
         if owner is None:
             return
         t = self.tracked[owner]
         t.bound.discard(pod_key)
-        t.finished.add(pod_key)
-        if len(t.finished) == len(t.wl.pods) and owner in self.state.admitted:
+        if t.done:
+            return
+        if t.job is not None:
+            self.job_pods.pop(pod_key, None)
+            finished = bool(t.job.finished)
+        else:
+            t.finished.add(pod_key)
+            finished = len(t.finished) == len(t.wl.pods)
+        if not finished:
+            return
+        if owner in self.state.admitted:
             self._release(t, now)
-            t.done = True
-            self.state = finish_workloads(self.state, [owner])
-            self._dirty = True
+        t.done = True
+        self._pending.discard(owner)
+        self.state = finish_workloads(self.state, [owner])
+        self._dirty = True
 
     def permit_rejected(self, pod_key: str, now: float) -> None:
         """A member of the workload's gang was rejected in Permit (Coscheduling timeout or a
@@ -197,14 +329,15 @@ class AdmissionDriver:
 
     def pod_stopped(self, pod_key: str) -> None:
         """A running pod was evicted (Kueue or scheduler preemption)."""
-        owner = self.pod_owner.get(pod_key)
+        owner = self._owner(pod_key)
         if owner is not None:
             self.tracked[owner].bound.discard(pod_key)
 
     def waiting_for_admission(self, pod_key: str) -> bool:
         """The pod is gated: it waits for Kueue, not for the scheduler."""
         owner = self.pod_owner.get(pod_key)
-        return owner is not None and owner not in self.state.admitted
+        return owner is not None and owner not in self.state.admitted \
+            and not self.tracked[owner].done
 
     def reason(self, pod_key: str) -> str:
         owner = self.pod_owner.get(pod_key)
@@ -245,6 +378,9 @@ class AdmissionDriver:
                     self._evict(self.tracked[p.workload], now)
                     self.tracked[p.workload].preempted += 1
                 self.state = finish_evictions(self.state, victims, now)
+                retired = [v for v in victims if self.tracked[v].done]
+                if retired:
+                    self.state = finish_workloads(self.state, retired)
             if self._signature() == before:
                 break
         for e, _active in self.state.queues.pending():
@@ -276,6 +412,16 @@ class AdmissionDriver:
         if cfg.enable:
             t.ready_deadline = now + cfg.timeout_seconds
             self._wake(t.ready_deadline)
+        if t.job is not None:
+            # Kueue starts the Job: unsuspended, the flavor injected into its pod template,
+            # parallelism set to the admitted count.
+            assert wl.admission is not None and self.owners is not None
+            t.admitted_count = sum(psa.count for psa in wl.admission.podset_assignments)
+            podset = t.wl.podsets[0].name
+            self.owners.resume(t.job, functools.partial(
+                admitted_pod, admission=wl.admission, podset=podset, flavors=self.objs.flavors),
+                t.admitted_count)
+            return
         for pod_key in sorted(t.wl.pods):
             if pod_key in t.originals and pod_key not in t.finished:
                 self.host.ungate_pod(pod_key, self._admitted_pod(t, pod_key, wl))
@@ -286,11 +432,28 @@ class AdmissionDriver:
                             self.objs.flavors)
 
     def _evict(self, t: _Tracked, now: float) -> None:
-        """Stop the workload's pods: running ones are evicted, pending ones gated again."""
+        """Stop the workload: a Job is suspended (its pods deleted) and requeued; a pod a
+        controller owns is deleted (the controller's replacement is a new Workload, this one
+        is finished); other pods are evicted and come back gated under the same Workload."""
         self._release(t, now)
-        for pod_key in sorted(t.wl.pods):
-            if pod_key in t.originals and pod_key not in t.finished:
-                self.host.evict_pod(pod_key, gated_pod(t.originals[pod_key]))
+        self._stopping.add(t.wl.key)
+        if t.job is not None:
+            assert self.owners is not None
+            self.owners.suspend(t.job)
+            # A pod still live was mid-binding: kept, so it is deleted once it is bound.
+            self.job_pods = {k: v for k, v in self.job_pods.items()
+                             if v != t.wl.key or k in t.job.live}
+        else:
+            owned = [k for k in sorted(t.wl.pods)
+                     if k in t.originals and k not in t.finished and self.owners is not None
+                     and self.owners.owner_of(k) is not None]
+            for pod_key in sorted(t.wl.pods):
+                if pod_key in t.originals and pod_key not in t.finished:
+                    self.host.evict_pod(pod_key, gated_pod(t.originals[pod_key]))
+            if owned:
+                t.finished.update(owned)
+                t.done = len(t.finished) == len(t.wl.pods)
+        self._stopping.discard(t.wl.key)
         t.bound.clear()
 
     def _release(self, t: _Tracked, now: float) -> None:
@@ -315,6 +478,9 @@ class AdmissionDriver:
             t.gang_timeouts += 1
             self._evict(t, now)
         self.state = pods_ready_timeout(self.state, late, now)
+        retired = [k for k in late if self.tracked[k].done]
+        if retired:
+            self.state = finish_workloads(self.state, retired)
         self._dirty = True
 
     # ---- GPU accounting --------------------------------------------------------------------
@@ -400,11 +566,13 @@ class AdmissionDriver:
                 t.admitted_at = end
         by_cq: dict[str, list[_Tracked]] = {name: [] for name in sorted(self.objs.cluster_queues)}
         by_prio: dict[int, list[_Tracked]] = {}
+        by_lq: dict[str, list[_Tracked]] = {}
         for t in self.tracked.values():
             if t.created is None:
                 continue
             by_cq.setdefault(t.cluster_queue, []).append(t)
             by_prio.setdefault(t.wl.priority, []).append(t)
+            by_lq.setdefault(f"{t.wl.namespace}/{t.wl.queue_name}", []).append(t)
         reasons: dict[str, dict[str, int]] = {}
         for _, victim, _by, why in self.preemptions:
             cq = self.tracked[victim].cluster_queue
@@ -413,19 +581,18 @@ class AdmissionDriver:
         queues = {name: _group_stats(ts, self.state) | {"preemptionReasons": reasons.get(name, {})}
                   for name, ts in sorted(by_cq.items()) if name}
         prios = {str(p): _group_stats(ts, self.state) for p, ts in sorted(by_prio.items())}
+        local = {name: _group_stats(ts, self.state) for name, ts in sorted(by_lq.items())}
         rows: list[tuple[object, ...]] = []
-        for scope, groups in (("clusterQueue", queues), ("priority", prios)):
+        for scope, groups in (("clusterQueue", queues), ("localQueue", local),
+                              ("priority", prios)):
             for name, s in groups.items():
                 rows.append((scope, name, s["workloads"], s["admitted"], s["pending"],
                              s["preempted"], s["borrowedGpuHours"], s["gangTimeouts"],
                              *(s["waitAdmitSeconds"].get(q, "") for q in ("p50", "p95", "p99")),
                              *(s["waitBindSeconds"].get(q, "") for q in ("p50", "p95", "p99"))))
         return AdmissionReport(
-            summary={"cycles": self.cycles, "clusterQueues": queues, "priorities": prios,
-                     # Jobs and Workload objects: no pods are created for them (not modelled).
-                     "unsimulatedWorkloads": sorted(
-                         k for k, t in self.tracked.items()
-                         if not t.wl.pods and k not in self.state.admitted),
+            summary={"cycles": self.cycles, "clusterQueues": queues, "localQueues": local,
+                     "priorities": prios,
                      "preemptions": len(self.preemptions),
                      "borrowedGpuHours": round(sum(s["borrowedGpuHours"]
                                                    for s in queues.values()), 6)},

@@ -188,7 +188,13 @@ class Simulation:
         horizon = max((tp.arrival + (tp.duration or 0.0) for tp in workload.pods), default=0.0)
         self.sample_interval = sample_interval or max(1.0, math.ceil(horizon / 2000.0))
         self._next_sample = 0.0
-        for tp in workload.pods:
+        self.owners = OwnerRuntime(self, [dataclasses.replace(o) for o in workload.owners])
+        self.kueue = AdmissionDriver.build([tp.pod for tp in workload.pods], extras, self,
+                                           self.owners)
+        # A queue-labelled Job starts suspended: its pods are created once Kueue admits it.
+        initial = [tp for tp in workload.pods
+                   if self.kueue is None or not self.kueue.held_back(tp.pod)]
+        for tp in initial:
             self._push(tp.arrival, Phase.ARRIVE, tp)
         # Owners, evictions, node start latency, periodic hosts.
         self.until = until
@@ -198,12 +204,12 @@ class Simulation:
         self.extras: dict[str, object] = {}
         self._ready_at: dict[str, float] = {}
         self._busy: dict[int, bool] = {}
-        self.owners = OwnerRuntime(self, [dataclasses.replace(o) for o in workload.owners])
-        self._adopt_initial_pods(workload)
+        self._adopt_initial_pods(initial)
         self.descheduler = descheduler
         if descheduler is not None:
             self.every(deschedule_interval, self._deschedule_pass, first=deschedule_interval)
-        self.kueue = AdmissionDriver.build([tp.pod for tp in workload.pods], extras, self)
+        if self.kueue is not None:
+            self.kueue.start()
 
     # ---- heap ------------------------------------------------------------------------------
     def _push(self, when: float, phase: Phase, payload: object) -> None:
@@ -454,6 +460,8 @@ class Simulation:
             if late:
                 for call in late:
                     call.fn()
+                if self.kueue is not None:
+                    self.kueue.step(t)
                 self._schedule_all()
             if self.progress is not None:
                 self.progress(arrived, total)
@@ -496,12 +504,12 @@ class Simulation:
         return False
 
     # ---- owners ----------------------------------------------------------------------------
-    def _adopt_initial_pods(self, workload: Workload) -> None:
+    def _adopt_initial_pods(self, pods: list[TracePod]) -> None:
         """Tell each owner which of the workload's pods it created (the expanded ones), and
         plan its scale steps and its deletion."""
         by_controller = {(r.spec.namespace, r.spec.controller_kind, r.spec.controller_name): r
                          for r in self.owners.runs.values()}
-        for tp in workload.pods:
+        for tp in pods:
             for ref in tp.pod.metadata.owner_references:
                 run = by_controller.get((tp.pod.metadata.namespace or "default", ref.kind,
                                          ref.name))
@@ -580,6 +588,8 @@ class Simulation:
             rec.deleted = self.now
         if succeeded is not None:
             self.owners.pod_gone(key, succeeded=succeeded)
+        if self.kueue is not None:
+            self.kueue.pod_deleted(key, self.now)
         return True
 
     def delete_pods_on(self, node: str) -> list[str]:
@@ -706,6 +716,14 @@ class Simulation:
         self.scheduler.queue.update(old, fresh)
 
     def evict_pod(self, key: str, recreated: Pod) -> None:
+        pi = self.snapshot.objects.pods.get(key)
+        if pi is not None and self.owners.owner_of(key) is not None:
+            # An owned pod is deleted; its owner creates the replacement (a new Workload).
+            if pi.node >= 0 and pi.pod.spec.node_name:
+                self.metrics.preemptions += 1
+                self.metrics.pods[key].preempted += 1
+            self._delete(pi, succeeded=False)
+            return
         running = self.snapshot.pods.get(key)
         rec = self.metrics.pods.get(key)
         if running is not None and rec is not None and rec.bound is not None:

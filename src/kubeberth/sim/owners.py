@@ -7,14 +7,19 @@ time) and, when scaled down, deletes pods in upstream's order (unassigned before
 pending before running, not ready before ready, the most recently ready first, the newest
 first). A Job keeps ``min(parallelism, completions − succeeded)`` pods active, counts a
 deleted pod as failed and gives up after ``backoffLimit`` failures; a Job without
-``completions`` stops creating pods after its first success. A bare pod has no owner: once
+``completions`` stops creating pods after its first success. A Job may be suspended (Kueue
+holds a queue-labelled Job suspended until its Workload is admitted, and suspends it again when
+the Workload is evicted): a suspended Job has no active pods (its running pods are deleted
+without counting as failures, as upstream's Job controller does) and creates none; resuming it
+may set a pod template change (the admitted flavor's node labels and tolerations) and a lower
+parallelism (partial admission). A bare pod has no owner: once
 evicted it is gone. The host (the simulator) owns the pods; this module only asks it to create
 and delete them through :class:`OwnerHost`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -51,6 +56,10 @@ class OwnerRun:
     failed: int = 0
     deleted: bool = False
     finished: str = ""  # Job: "Complete" or "Failed"
+    # Job only: spec.suspend, and what the one who resumed it changed in its pods.
+    suspended: bool = False
+    transform: Callable[[Pod], Pod] | None = None
+    parallelism: int | None = None
 
     @property
     def kind(self) -> str:
@@ -102,6 +111,23 @@ class OwnerRuntime:
             if self.host.delete_owned_pod(key):
                 self._forget(run, key)
 
+    def suspend(self, run: OwnerRun) -> None:
+        """Suspend a Job: its active pods are deleted (not failures) and no pod is created
+        until it is resumed; the template and parallelism go back to the Job's own."""
+        run.suspended = True
+        run.transform = None
+        run.parallelism = None
+        self.reconcile(run)
+
+    def resume(self, run: OwnerRun, transform: Callable[[Pod], Pod] | None = None,
+               parallelism: int | None = None) -> None:
+        """Resume a suspended Job; its new pods pass through ``transform`` and at most
+        ``parallelism`` of them are active (None: the Job's own)."""
+        run.suspended = False
+        run.transform = transform
+        run.parallelism = parallelism
+        self.reconcile(run)
+
     def pod_gone(self, key: str, succeeded: bool) -> None:
         """A pod of some owner ended (completed, evicted, preempted); the owner reacts."""
         run = self.pod_owner.get(key)
@@ -141,6 +167,12 @@ class OwnerRuntime:
 
     def _reconcile_job(self, run: OwnerRun) -> None:
         spec = run.spec
+        if run.suspended:
+            for key in list(run.live):
+                if self.host.delete_owned_pod(key):
+                    self._forget(run, key)
+            return
+        parallelism = spec.parallelism if run.parallelism is None else run.parallelism
         if run.failed > spec.backoff_limit:
             run.finished = "Failed"
             for key in list(run.live):
@@ -153,19 +185,22 @@ class OwnerRuntime:
                 if active == 0:
                     run.finished = "Complete"
                 return
-            want = spec.parallelism
+            want = parallelism
         else:
             if run.succeeded >= spec.completions:
                 run.finished = "Complete"
                 return
-            want = min(spec.completions - run.succeeded, spec.parallelism)
+            want = min(spec.completions - run.succeeded, parallelism)
         if want > active:
             self._create(run, want - active)
 
     def _create(self, run: OwnerRun, count: int) -> None:
         duration = run.spec.pod_duration if run.kind == "Job" else None
         for _ in range(count):
-            key = self.host.create_owned_pod(run.spec.new_pod(), duration)
+            pod = run.spec.new_pod()
+            if run.transform is not None:
+                pod = run.transform(pod)
+            key = self.host.create_owned_pod(pod, duration)
             run.live[key] = None
             self.pod_owner[key] = run
 
