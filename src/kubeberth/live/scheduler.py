@@ -321,7 +321,11 @@ class LiveScheduler:
         self._pool.submit(self._bind_on_worker, res)
 
     def _bind_on_worker(self, res: CycleResult) -> None:
-        st, conflicted = self._post_binding(res.pod, res.node or "")
+        try:
+            st, conflicted = self._post_binding(res.pod, res.node or "")
+        except Exception as err:  # the loop must hear back about every binding
+            log.exception("binding %s to %s", res.pod.key, res.node)
+            st, conflicted = Status(Code.ERROR, (f"binding failed: {err!r}",), BINDER), False
         self.events.put((BOUND, "", (res, st, conflicted)))
 
     def _binding_done(self, res: CycleResult, st: Status, conflicted: bool) -> None:
