@@ -212,6 +212,6 @@ def test_same_placements_with_and_without_binding_workers(live: Live, tmp_path: 
 
 def test_negative_worker_count_is_bad_input(live: Live, tmp_path: Path) -> None:
     live.serve(write(tmp_path / "cluster.yaml", node("n1", 1)))
-    with pytest.raises(InputError, match="bind-workers"):
+    with pytest.raises(InputError, match="bind_workers"):
         LiveScheduler(load_scheduler_config(None), in_tree_registry(), live.client(),
                       bind_workers=-1)

@@ -119,7 +119,7 @@ class LiveScheduler:
                  elector: LeaderElector | None = None, events: bool = True,
                  bind_workers: int = BIND_WORKERS) -> None:
         if bind_workers < 0:
-            raise InputError(f"{bind_workers} binding workers", field="--bind-workers",
+            raise InputError(f"{bind_workers} binding workers", field="bind_workers",
                              expected="0 (bind on the control loop) or more threads")
         self.client = client
         # Events and PodScheduled conditions are writes: a dry run makes none.
@@ -154,7 +154,6 @@ class LiveScheduler:
         self._lock = threading.Lock()
         self._started = False
         # Bindings in flight on the worker pool, by pod key (0 workers: bind in the loop).
-        self.bind_workers = bind_workers
         self.binding: dict[str, CycleResult] = {}
         self._pool = ThreadPoolExecutor(max_workers=bind_workers,
                                         thread_name_prefix="bind") if bind_workers else None
@@ -331,21 +330,19 @@ class LiveScheduler:
     def _binding_done(self, res: CycleResult, st: Status, conflicted: bool) -> None:
         """A worker's answer, on the control loop: finish the binding cycle."""
         pi = res.pod
-        self.binding.pop(pi.key, None)
+        if self.binding.get(pi.key) is res:
+            del self.binding[pi.key]
         if conflicted:
             self.conflicts += 1
+        st = self.sched.finish_binding(res, st)
         if self.pods.get(pi.key) is not pi:
             # Forgotten meanwhile (deleted, or the watch showed it bound elsewhere): its
-            # accounting is gone already; a failed binding still unreserves, but the pod is
-            # not requeued (upstream skips requeueing a pod that is gone or assigned).
-            if not st.ok and res.state is not None and res.node in self.snap.node_index:
-                fw = self.sched.frameworks[res.profile]
-                fw.run_unreserve(res.state, pi, self.snap, self.snap.node_index[res.node])
-            self.sched.queue.done(pi.key)
+            # accounting is gone already and the queue, told of the deletion while the pod
+            # was in flight, does not requeue it (upstream skips a pod gone or assigned).
             return
         if conflicted:
             self._conflicted.add(pi.key)
-        self._bound(res, self.sched.finish_binding(res, st))
+        self._bound(res, st)
 
     def _bound(self, res: CycleResult, st: Status) -> None:
         key = res.pod.key
