@@ -40,16 +40,25 @@ class Live:
         self.kubeconfig = tmp_path / "kubeconfig"
         self.controllers: list[tuple[LiveScheduler, threading.Thread, list[BaseException]]] = []
 
-    def serve(self, *paths: Path | str, history: int = 2000) -> EmbeddedServer:
+    def serve(self, *paths: Path | str, history: int = 2000,
+              audit: bool = False) -> EmbeddedServer:
         manifests = load_manifests([str(p) for p in paths]) if paths else None
         self.server = EmbeddedServer(manifests=manifests, clock=ManualClock(),
-                                     bookmark_interval=0.2, history=history)
+                                     bookmark_interval=0.2, history=history, audit=audit)
         self.server.start()
         self.server.write_kubeconfig(self.kubeconfig)
         return self.server
 
-    def client(self) -> Client:
-        return Client(config=KubeConfig.from_file(str(self.kubeconfig)))
+    def client(self, token: str | None = None) -> Client:
+        """A client of the server; with ``token``, one that presents it as its bearer token
+        (the server accepts any token unless started with one), so the request audit can
+        tell it apart."""
+        if token is None:
+            return Client(config=KubeConfig.from_file(str(self.kubeconfig)))
+        assert self.server is not None
+        config = self.server.kubeconfig()
+        config["users"][0]["user"] = {"token": token}
+        return Client(config=KubeConfig.from_dict(config))
 
     def scheduler(self, config: Path | str | None = None, *, seed: int = 0,
                   dry_run: bool = False, wait_ready: bool = True,

@@ -37,6 +37,7 @@ from kubeberth import __version__
 from kubeberth.api.errors import InputError
 from kubeberth.apiserver import errors
 from kubeberth.apiserver.admission import KUBELET_VERSION
+from kubeberth.apiserver.audit import RequestAudit, client_identity
 from kubeberth.apiserver.clock import Clock, ManualClock, SystemClock
 from kubeberth.apiserver.controllers import ControllerManager
 from kubeberth.apiserver.metrics import registry_for
@@ -75,7 +76,8 @@ class Cluster:
     """The store, the API verbs and the controllers of one embedded cluster."""
 
     def __init__(self, *, clock: Clock | None = None, token: str | None = None,
-                 bookmark_interval: float = 60.0, history: int = DEFAULT_HISTORY) -> None:
+                 bookmark_interval: float = 60.0, history: int = DEFAULT_HISTORY,
+                 audit: bool = False) -> None:
         self.clock: Clock = clock or SystemClock()
         self.registry = Registry()
         self.store = Store(self.registry, self.clock, history=history)
@@ -85,6 +87,8 @@ class Cluster:
         self.token = token
         self.bookmark_interval = bookmark_interval
         self.address = "127.0.0.1:0"
+        # Opt in: which verbs each client used (tests check RBAC rules against it).
+        self.audit = RequestAudit() if audit else None
 
     def load(self, manifests: Manifests) -> list[str]:
         """Create every object of ``manifests`` (namespaces they use included); return the
@@ -113,6 +117,10 @@ class Cluster:
         if (self.token is not None and request.path not in PUBLIC_PATHS
                 and request.headers.get("Authorization") != f"Bearer {self.token}"):
             return _error_response(errors.unauthorized())
+        if self.audit is not None:
+            self.audit.record(client_identity(request.headers.get("Authorization"),
+                                              request.headers.get("User-Agent")),
+                              request.method, request.path, request.query)
         try:
             return await handler(request)
         except errors.ApiError as err:
@@ -516,13 +524,14 @@ class EmbeddedServer:
     def __init__(self, *, manifests: Manifests | None = None, host: str = "127.0.0.1",
                  port: int = 0, token: str | None = None, tls_cert: Path | None = None,
                  tls_key: Path | None = None, clock: Clock | None = None,
-                 bookmark_interval: float = 60.0, history: int = DEFAULT_HISTORY) -> None:
+                 bookmark_interval: float = 60.0, history: int = DEFAULT_HISTORY,
+                 audit: bool = False) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise InputError(f"address {host!r} is not loopback", field="--address",
                              expected="127.0.0.1, localhost or ::1 (the server has no "
                              "authorization beyond a bearer token)")
         self.cluster = Cluster(clock=clock, token=token, bookmark_interval=bookmark_interval,
-                               history=history)
+                               history=history, audit=audit)
         self.skipped = self.cluster.load(manifests) if manifests is not None else []
         self.host = host
         self.port = port

@@ -21,6 +21,7 @@ from kubeberth.cli.admit import admit_command
 from kubeberth.cli.common import OutputFormat, err_console, scheduling_registry, user_errors
 from kubeberth.cli.deschedule import deschedule
 from kubeberth.cli.extender import extender_command
+from kubeberth.cli.manifests import manifests_command
 from kubeberth.cli.report import report_app
 from kubeberth.cli.scheduler import scheduler_command
 from kubeberth.cli.serve import serve
@@ -202,6 +203,7 @@ def version() -> None:
 
 app.command("serve")(serve)
 app.command("scheduler")(scheduler_command)
+app.command("manifests")(manifests_command)
 
 
 def main() -> None:

@@ -445,26 +445,42 @@ class Scheduler:
     def bind(self, result: CycleResult) -> Status:
         """Run PreBind, Bind and PostBind for an assumed pod; on failure forget it, unreserve
         and requeue it with backoff (upstream handleBindingCycleError)."""
+        st, host_bind = self.begin_binding(result)
+        if st.ok and host_bind:
+            st = self.binder(result.pod, result.node or "")
+        return self.finish_binding(result, st)
+
+    def begin_binding(self, result: CycleResult) -> tuple[Status, bool]:
+        """The binding cycle up to the host's binder: PreBind, then the extenders' or the Bind
+        plugins' binding. Returns the status so far and whether the host binder is due; a host
+        that binds asynchronously calls the binder itself, then :meth:`finish_binding`."""
         pod = result.pod
         fw = self.frameworks[result.profile]
         state = result.state or CycleState()
         node = self.snapshot.node_index[result.node or ""]
         st = fw.run_pre_bind(state, pod, self.snapshot, node)
-        if st.ok:
-            bound = None
-            if self.extenders:
-                if result.extenders is None:
-                    result.extenders = ExtenderVerdicts()
-                bound = bind_with_extenders(self.extenders, pod, result.node or "",
-                                            result.extenders)
+        if not st.ok:
+            return st, False
+        if self.extenders:
+            if result.extenders is None:
+                result.extenders = ExtenderVerdicts()
+            bound = bind_with_extenders(self.extenders, pod, result.node or "",
+                                        result.extenders)
             if bound is not None:
                 # The extender bound it (upstream extendersBinding): no Bind plugin runs and
                 # the host binder is not called, the extender having done the binding.
                 result.bound_by, st = bound
-            else:
-                st = fw.run_bind(state, pod, self.snapshot, node)
-                if st.ok:
-                    st = self.binder(pod, result.node or "")
+                return st, False
+        st = fw.run_bind(state, pod, self.snapshot, node)
+        return st, st.ok
+
+    def finish_binding(self, result: CycleResult, st: Status) -> Status:
+        """End the binding cycle with the binding's status: PostBind on success; on failure
+        Unreserve, forget the assumed pod and requeue it with backoff."""
+        pod = result.pod
+        fw = self.frameworks[result.profile]
+        state = result.state or CycleState()
+        node = self.snapshot.node_index[result.node or ""]
         if not st.ok:
             fw.run_unreserve(state, pod, self.snapshot, node)
             self.snapshot.remove_pod(pod)

@@ -6,17 +6,22 @@ callables reach the API over HTTP through lightkube:
 - ``binder`` posts ``pods/<name>/binding``; a 409 (bound by someone else, being deleted) or a
   404 makes the binding cycle fail, so the framework forgets the assumed pod, and the
   controller reads the pod back and accounts it where the API says it is: a pod is never bound
-  twice, because only the API's answer counts;
+  twice, because only the API's answer counts. As upstream binds on a goroutine per pod, the
+  round trip runs on a bounded pool of worker threads (``bind_workers``) while the control
+  loop schedules the next pod; the answer comes back through the event queue and the loop ends
+  the binding cycle (PostBind, or Unreserve + forget + requeue with backoff);
 - ``evictor`` deletes a preemption victim (``DELETE pods/<name>``); the victim's capacity is
   released when the watch reports the deletion, as upstream's scheduler cache does;
 - ``nominate`` writes ``status.nominatedNodeName`` through the ``status`` subresource.
 
 A pod the framework assumed stays accounted on its node until the watch confirms the binding
 (or shows it elsewhere, or gone). Permit waits (Coscheduling's gangs) are resolved on the
-controller's monotonic clock. Everything runs on one control-loop thread; the informer
-threads only queue events, so the policy code sees one consistent snapshot, as it does in
-the simulator. State comes from the API alone: a restarted controller lists, finds the pods
-already bound and schedules only the pending ones.
+controller's monotonic clock. Everything that reads or changes the snapshot runs on one
+control-loop thread; the informer and binding threads only queue events, so the policy code
+sees one consistent snapshot, as it does in the simulator. An assumed pod stays accounted on
+its node while its binding is in flight, so no later cycle overcommits that node. State comes
+from the API alone: a restarted controller lists, finds the pods already bound and schedules
+only the pending ones.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +77,8 @@ NODE_UPDATES = (ClusterEvent("Node", "UpdateNodeLabel"), ClusterEvent("Node", "U
 POD_GROUP_UPDATE = ClusterEvent("PodGroup", "Update")
 TERMINAL = ("Succeeded", "Failed")
 BINDER = "LiveBinder"
+BOUND = "BindingResult"  # the event a binding worker queues for the control loop
+BIND_WORKERS = 16
 
 
 @dataclass(slots=True, frozen=True)
@@ -108,7 +116,11 @@ class LiveScheduler:
                  seed: int = 0, dry_run: bool = False,
                  clock: Callable[[], float] = time.monotonic,
                  metrics: SchedulerMetrics | None = None, watch_timeout: int = 300,
-                 elector: LeaderElector | None = None, events: bool = True) -> None:
+                 elector: LeaderElector | None = None, events: bool = True,
+                 bind_workers: int = BIND_WORKERS) -> None:
+        if bind_workers < 0:
+            raise InputError(f"{bind_workers} binding workers", field="bind_workers",
+                             expected="0 (bind on the control loop) or more threads")
         self.client = client
         # Events and PodScheduled conditions are writes: a dry run makes none.
         self.recorder = EventRecorder(client) if events and not dry_run else None
@@ -141,6 +153,10 @@ class LiveScheduler:
         self._next_flush = clock() + FLUSH_PERIOD
         self._lock = threading.Lock()
         self._started = False
+        # Bindings in flight on the worker pool, by pod key (0 workers: bind in the loop).
+        self.binding: dict[str, CycleResult] = {}
+        self._pool = ThreadPoolExecutor(max_workers=bind_workers,
+                                        thread_name_prefix="bind") if bind_workers else None
 
     # ---- lifecycle -------------------------------------------------------------------------
     def ready(self) -> bool:
@@ -182,6 +198,8 @@ class LiveScheduler:
             self.alive_at = self.clock()
             if self.leading():
                 self.step()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)  # let posted bindings finish; their events go
         if self.elector is not None:
             self.elector.stop.set()
             self.elector.thread.join(timeout=5)
@@ -289,8 +307,45 @@ class LiveScheduler:
                     self._failed(res)
 
     def _bind(self, res: CycleResult) -> None:
+        """Run the binding cycle: in the loop without workers (or in a dry run, which posts
+        nothing), else up to the binder here and the API round trip on a worker."""
+        if self._pool is None or self.dry_run:
+            self._bound(res, self.sched.bind(res))
+            return
+        st, host_bind = self.sched.begin_binding(res)
+        if not (st.ok and host_bind):
+            self._bound(res, self.sched.finish_binding(res, st))
+            return
+        self.binding[res.pod.key] = res
+        self._pool.submit(self._bind_on_worker, res)
+
+    def _bind_on_worker(self, res: CycleResult) -> None:
+        try:
+            st, conflicted = self._post_binding(res.pod, res.node or "")
+        except Exception as err:  # the loop must hear back about every binding
+            log.exception("binding %s to %s", res.pod.key, res.node)
+            st, conflicted = Status(Code.ERROR, (f"binding failed: {err!r}",), BINDER), False
+        self.events.put((BOUND, "", (res, st, conflicted)))
+
+    def _binding_done(self, res: CycleResult, st: Status, conflicted: bool) -> None:
+        """A worker's answer, on the control loop: finish the binding cycle."""
+        pi = res.pod
+        if self.binding.get(pi.key) is res:
+            del self.binding[pi.key]
+        if conflicted:
+            self.conflicts += 1
+        st = self.sched.finish_binding(res, st)
+        if self.pods.get(pi.key) is not pi:
+            # Forgotten meanwhile (deleted, or the watch showed it bound elsewhere): its
+            # accounting is gone already and the queue, told of the deletion while the pod
+            # was in flight, does not requeue it (upstream skips a pod gone or assigned).
+            return
+        if conflicted:
+            self._conflicted.add(pi.key)
+        self._bound(res, st)
+
+    def _bound(self, res: CycleResult, st: Status) -> None:
         key = res.pod.key
-        st = self.sched.bind(res)
         if st.ok:
             started = self._first_seen.pop(key, None)
             if started is not None:
@@ -317,10 +372,20 @@ class LiveScheduler:
 
     # ---- host callables (the API round trips) ----------------------------------------------
     def _bind_api(self, pi: PodInfo, node: str) -> Status:
+        """The framework's binder, on the control loop (dry run, or no binding workers)."""
         if self.dry_run:
             self.decisions.append(Decision(pi.key, "bind", node, "dry-run"))
             log.info("dry-run: would bind %s to %s", pi.key, node)
             return SUCCESS
+        st, conflicted = self._post_binding(pi, node)
+        if conflicted:
+            self.conflicts += 1
+            self._conflicted.add(pi.key)
+        return st
+
+    def _post_binding(self, pi: PodInfo, node: str) -> tuple[Status, bool]:
+        """Post the binding; the status, and whether the API refused it (404/409). Safe on
+        a worker thread: it reads ``pi`` and only appends to ``decisions``."""
         binding = KPod.Binding(metadata=ObjectMeta(name=pi.name, namespace=pi.namespace),
                                target=ObjectReference(kind="Node", name=node))
         try:
@@ -329,22 +394,22 @@ class LiveScheduler:
             with contextlib.suppress(msgspec.ValidationError):
                 self.client.create(binding, name=pi.name, namespace=pi.namespace)
         except ApiError as err:
-            if err.status.code in (404, 409):
-                self.conflicts += 1
-                self._conflicted.add(pi.key)
+            conflicted = err.status.code in (404, 409)
+            if conflicted:
                 self.decisions.append(Decision(pi.key, "conflict", node,
                                                err.status.message or ""))
                 log.info("binding %s to %s rejected: %s", pi.key, node, err.status.message)
-            return Status(Code.ERROR, (f"binding rejected: {err.status.message}",), BINDER)
+            return Status(Code.ERROR, (f"binding rejected: {err.status.message}",),
+                          BINDER), conflicted
         except httpx.HTTPError as err:
-            return Status(Code.ERROR, (f"binding failed: {err}",), BINDER)
+            return Status(Code.ERROR, (f"binding failed: {err}",), BINDER), False
         self.decisions.append(Decision(pi.key, "bind", node))
         log.info("bound %s to %s", pi.key, node)
         if self.recorder is not None:
             self.recorder.pod_event(pi.pod.spec.scheduler_name, pi.namespace, pi.name,
                                     pi.pod.metadata.uid, "Normal", "Scheduled",
                                     f"Successfully assigned {pi.key} to {node}")
-        return SUCCESS
+        return SUCCESS, False
 
     def _evict_api(self, victim: PodInfo, preemptor: PodInfo) -> None:
         node = self.snap.node_names[victim.node] if victim.node >= 0 else ""
@@ -388,6 +453,9 @@ class LiveScheduler:
 
     # ---- informer events -> ClusterState and queue -----------------------------------------
     def _apply(self, kind: str, type_: str, data: Any) -> None:
+        if kind == BOUND:
+            self._binding_done(*data)
+            return
         if type_ == "BOOKMARK":
             return
         with self._lock:
