@@ -186,3 +186,8 @@ current-context: x
                                      "--leader-elect-lease-duration", "0"),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
+    proc = subprocess.run(_kubeberth("scheduler", "--kubeconfig", str(kube),
+                                     "--bind-workers", "-1"),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "--bind-workers" in proc.stderr and "Traceback" not in proc.stderr

@@ -52,6 +52,9 @@ def scheduler_command(
     metrics_address: MetricsAddressOption = "127.0.0.1",
     plugin: Annotated[list[str] | None, typer.Option(
         "--plugin", help="Out-of-tree plugin to register, as module:attr (repeatable).")] = None,
+    bind_workers: Annotated[int, typer.Option(
+        "--bind-workers", help="Threads that send bindings while the control loop schedules "
+                               "the next pod (0: bind on the control loop).")] = 16,
     leader_elect: LeaderElectOption = True,
     lease_name: LeaseNameOption = "kubeberth-scheduler",
     lease_namespace: LeaseNamespaceOption = "kube-system",
@@ -62,12 +65,17 @@ def scheduler_command(
     from kubeberth.live.scheduler import LiveScheduler
 
     try:
+        if bind_workers < 0:
+            raise InputError(f"--bind-workers {bind_workers} is negative",
+                             field="--bind-workers",
+                             expected="0 (bind on the control loop) or more threads")
         cfg = load_scheduler_config(config)
         client = connect(kubeconfig)
         leader = elector(client, leader_elect, lease_name, lease_namespace, lease_duration)
         try:
             controller = LiveScheduler(cfg, _registry(plugin), client, seed=seed,
-                                       dry_run=dry_run, elector=leader)
+                                       dry_run=dry_run, elector=leader,
+                                       bind_workers=bind_workers)
         except InputError as err:
             if err.source is None and cfg.source:
                 err = err.at(source=cfg.source,
