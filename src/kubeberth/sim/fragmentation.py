@@ -9,9 +9,18 @@ profile, and never departing. At every whole percent of arrived GPU demand the r
 the allocated GPU share (the last pod's arrival, which stops just short of ``tune`` ×
 capacity, counts as the tune's own percent), the fragmentation (free GPU capacity the target
 workload cannot use, :mod:`kubeberth.state.fragmentation`) as a share of all GPUs and of idle
-GPUs, and the pods that failed so far. The target workload is the trace's own pod-type
-distribution: all of its types by default, or the most popular ones making ``popularity`` % of
-the pods (the paper's artifact uses 95 %).
+GPUs, and the pods that failed so far.
+
+Ties between equally scored nodes go to the node of lowest *rank*, a permutation of the nodes
+drawn by the run's generator after the arrival order, because that is what the artifact's
+scheduler does: its vendored ``selectHost`` keeps the lexicographically smallest node name among
+the best (not kube-scheduler's uniform draw), and it prefixes every node name with its index in a
+seeded random permutation. The difference matters: a policy whose scores are coarse (FGD's are
+whole points of a sigmoid, so hundreds of nodes tie) packs its ties onto the same few nodes
+instead of spreading them, which decides the outcome on CPU-heavy traces (docs/gpu.md).
+
+The target workload is the trace's own pod-type distribution: all of its types by default, or
+the most popular ones making ``popularity`` % of the pods (the paper's artifact uses 95 %).
 
 A grid of runs goes to a process pool (one run per task) or a Ray cluster; each finished run is
 kept as its own CSV under ``runs/`` so an interrupted grid resumes, and all runs are merged into
@@ -36,7 +45,8 @@ import msgspec
 import numpy as np
 
 from kubeberth.api.errors import InputError
-from kubeberth.api.resources import CPU
+from kubeberth.api.objects import Node
+from kubeberth.api.resources import CPU, GPU
 from kubeberth.config.types import PluginRef, PluginSet, Profile, SchedulerConfiguration
 from kubeberth.framework.scheduler import Scheduler
 from kubeberth.framework.status import SUCCESS, Status
@@ -182,6 +192,43 @@ def inflate(pods: Sequence[PodInfo], capacity_milli: int, tune: float,
     return [dataclasses.replace(pi, seq=seq) for seq, pi in enumerate(stream)]
 
 
+class FirstOfTies(np.random.Generator):
+    """The scheduler's tie-break draw, always answered with the first of the tied candidates.
+
+    The scheduler draws ``integers(len(best))`` to pick among equally scored nodes, which it
+    lists in node-slot order; with every node scored, that order never rotates. Given nodes added
+    in rank order (:func:`ranked_nodes`), the first tied candidate is the one of lowest rank, the
+    artifact's choice. Plugins keep the handle's own seeded generator."""
+
+    def integers(self, *args: Any, **kwargs: Any) -> Any:
+        return 0
+
+
+def ranked_nodes(nodes: Sequence[Node], rng: np.random.Generator) -> list[Node]:
+    """``nodes`` sorted by name, then reordered by a random rank (the artifact names node ``i``
+    of the sorted list ``<perm[i]:04d>-<name>``; the smallest name is rank 0)."""
+    by_name = sorted(nodes, key=lambda n: n.metadata.name)
+    rank = rng.permutation(len(by_name))
+    return [by_name[int(i)] for i in np.argsort(rank, kind="stable")]
+
+
+def experiment_scheduler(policy: str, target: dict[PodType, int], snap: ClusterState,
+                         seed: int) -> Scheduler:
+    """The policy's scheduler over ``snap`` (whose nodes were added in rank order), binding and
+    evicting straight into ``snap``, with the artifact's tie-break."""
+
+    def bind(_pod: PodInfo, _node: str) -> Status:
+        return SUCCESS
+
+    def evict(victim: PodInfo, _by: PodInfo) -> None:
+        snap.remove_pod(victim)
+
+    sched = Scheduler(policy_config(policy, target), in_tree_registry(), snap,
+                      clock=lambda: 0.0, seed=seed, binder=bind, evictor=evict)
+    sched.rng = FirstOfTies(np.random.PCG64(seed))
+    return sched
+
+
 def target_workload_counts(pods: Iterable[PodInfo]) -> dict[PodType, int]:
     """The trace's pod types and their counts."""
     counts: dict[PodType, int] = {}
@@ -203,22 +250,14 @@ def run_one(spec: RunSpec) -> list[dict[str, Any]]:
     counts = target_workload_counts(pods)
     typical = typical_pod_types(counts, spec.popularity)
     target = TargetWorkload(typical)
-    snap = ClusterState()
-    for node in nodes:
-        snap.add_node(node)
-    all_nodes = snap.node_ids()
-    capacity = int(snap.gpus.count[all_nodes].sum()) * 1000
+    capacity = 1000 * sum(int(n.status.allocatable.get(GPU, 0)) for n in nodes)
     rng = np.random.default_rng(spec.seed)
     stream = inflate(pods, capacity, spec.tune, rng)
-
-    def bind(_pod: PodInfo, _node: str) -> Status:
-        return SUCCESS
-
-    def evict(victim: PodInfo, _by: PodInfo) -> None:
-        snap.remove_pod(victim)
-
-    sched = Scheduler(policy_config(spec.policy, typical), in_tree_registry(), snap,
-                      clock=lambda: 0.0, seed=spec.seed, binder=bind, evictor=evict)
+    snap = ClusterState()
+    for node in ranked_nodes(nodes, rng):
+        snap.add_node(node)
+    all_nodes = snap.node_ids()
+    sched = experiment_scheduler(spec.policy, typical, snap, spec.seed)
     cpu_col = snap.col(CPU)
     gpus = snap.gpus
     eight = gpus.count[all_nodes] == 8
