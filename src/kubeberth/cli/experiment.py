@@ -54,7 +54,8 @@ def fragmentation(
         "--policy", help="Random, DotProd, GpuClustering, GpuPacking, BestFit or FGD; repeat for "
                          "several (default: all six).")] = None,
     seed: Annotated[list[int] | None, typer.Option(
-        "--seed", help="Seed of a run (shuffle and clones); repeat (default: 42).")] = None,
+        "--seed", help="Seed of a run (shuffle, clones and node ranks); repeat "
+                        "(default: 42).")] = None,
     tune: Annotated[float, typer.Option(
         help="Arrived GPU demand at the end, as a multiple of the cluster's GPUs.")] = 1.3,
     popularity: Annotated[int, typer.Option(
