@@ -16,7 +16,6 @@ from lightkube import Client
 from tests.live.harness import Live, node, wait_for, write
 from typer.testing import CliRunner
 
-from kubeberth.apiserver import ManualClock
 from kubeberth.cli.admit import admit, contract
 from kubeberth.cli.main import app
 from kubeberth.config.kueue import KueueConfiguration, load_kueue
@@ -289,3 +288,208 @@ def test_kubectl_applied_jobs_are_admitted_as_kubeberth_admit_says(live: Live, c
 
 def _key(obj: dict[str, Any]) -> str:
     return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+
+
+# team-a with 2 a100 GPUs and no other flavor: a higher-priority Job must preempt.
+SMALL_KUEUE = KUEUE.replace("nominalQuota: 4}", "nominalQuota: 2}").replace("""    - name: t4
+      resources:
+      - {name: cpu, nominalQuota: 64}
+      - {name: nvidia.com/gpu, nominalQuota: 2}
+""", "")
+
+
+def test_job_stays_suspended_until_admitted_then_runs_on_its_flavor(live: Live, ctl: Ctl,
+                                                                    tmp_path: Path) -> None:
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER))
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
+    sched = live.scheduler()
+    c = ctl.start()
+    # Two 2-pod Jobs of 2 GPUs each: the first takes a100 (4 GPUs), the second t4 (2 GPUs)
+    # cannot hold 4, so it waits; the first's pods run on the a100 node.
+    live.kubectl("apply", "-f", str(write(tmp_path / "jobs.yaml",
+                                          job("first", "team-a", 2, 2, duration=30)
+                                          + job("second", "team-a", 2, 2, duration=30))))
+    wait_for(lambda: "team-a/job-first" in admitted(live), "the first Job's admission")
+    wait_for(lambda: sum(1 for k, n in live.placement().items() if n) == 2, "its pods bound")
+    placement = live.placement()
+    assert {n for n in placement.values() if n} == {"a100-0"}
+    assert all(k.startswith("team-a/first-") for k, n in placement.items())
+    second = objects(live, "jobs")["team-a/second"]
+    assert second["spec"]["suspend"] is True and not second["status"].get("active")
+    wl = workloads(live)["team-a/job-second"]
+    assert cond(wl, "QuotaReserved")["reason"] == "WaitingForQuota"  # type: ignore[index]
+    # The first Job completes: its Workload is Finished, its quota released, the second runs.
+    srv = live.server
+    assert srv is not None
+    srv.advance(31)
+    wait_for(lambda: (cond(workloads(live)["team-a/job-first"], "Finished") or {}).get(
+        "reason") == "Succeeded", "the first Workload to finish")
+    wait_for(lambda: "team-a/job-second" in admitted(live), "the second Job's admission")
+    wait_for(lambda: sum(1 for k, n in live.placement().items()
+                         if k.startswith("team-a/second-") and n) == 2, "its pods bound")
+    assert {n for k, n in live.placement().items() if k.startswith("team-a/second-")} == \
+        {"a100-0"}
+    assert sched.decisions and [d.action for d in c.decisions].count("admit") == 2
+
+
+def test_preemption_suspends_the_victim_and_requeues_it(live: Live, ctl: Ctl,
+                                                        tmp_path: Path) -> None:
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER))
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", SMALL_KUEUE)))
+    live.scheduler()
+    c = ctl.start()
+    live.kubectl("apply", "-f", str(write(tmp_path / "low.yaml",
+                                          job("low", "team-a", 2, 1, priority="low"))))
+    wait_for(lambda: "team-a/job-low" in admitted(live), "the low Job's admission")
+    wait_for(lambda: any(k.startswith("team-a/low-") and n for k, n in live.placement().items()),
+             "the low Job's pod to run")
+    live.kubectl("apply", "-f", str(write(tmp_path / "high.yaml",
+                                          job("high", "team-a", 1, 2, priority="high"))))
+    wait_for(lambda: "team-a/job-high" in admitted(live), "the high Job's admission")
+    low = workloads(live)["team-a/job-low"]
+    assert cond(low, "Preempted")["reason"] == "InClusterQueue"  # type: ignore[index]
+    assert cond(low, "Evicted")["reason"] == "Preempted"  # type: ignore[index]
+    assert not (low.get("status") or {}).get("admission")  # released once its Job stopped
+    assert cond(low, "QuotaReserved")["status"] == "False"  # type: ignore[index]
+    job_low = objects(live, "jobs")["team-a/low"]
+    assert job_low["spec"]["suspend"] is True
+    assert "nodeSelector" not in job_low["spec"]["template"]["spec"]
+    assert not any(k.startswith("team-a/low-") for k in live.pods())
+    assert [d.detail for d in c.decisions if d.action == "preempt"] == \
+        ["team-a/job-high InClusterQueue"]
+    wait_for(lambda: sum(1 for k, n in live.placement().items()
+                         if k.startswith("team-a/high-") and n) == 2, "the high pods bound")
+    text = c.metrics.exposition().decode()
+    assert 'kueue_evicted_workloads_total{cluster_queue="team-a",reason="Preempted"} 1.0' in text
+    assert 'kueue_preempted_workloads_total{preempting_cluster_queue="team-a",' \
+           'reason="InClusterQueue"} 1.0' in text
+
+
+def test_restart_reads_admissions_back_and_never_admits_twice(live: Live, ctl: Ctl,
+                                                              tmp_path: Path) -> None:
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER))
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
+    first = ctl.start()
+    live.kubectl("apply", "-f", str(write(tmp_path / "jobs.yaml",
+                                          job("a", "team-a", 4) + job("b", "team-a", 2))))
+    wait_for(lambda: len(admitted(live)) == 2, "two admissions")
+    before = {k: wl["metadata"]["resourceVersion"] for k, wl in workloads(live).items()}
+    ctl.stop(first)
+    # A new Job arrives while no controller runs; the restarted one admits only it, where the
+    # quota read back from status.admission leaves room (t4 is taken, a100 is full).
+    live.kubectl("apply", "-f", str(write(tmp_path / "more.yaml", job("c", "team-a", 2))))
+    second = ctl.start()
+    wait_for(lambda: "team-a/job-c" in workloads(live) and cond(
+        workloads(live)["team-a/job-c"], "QuotaReserved") is not None, "the new Workload")
+    assert [d.workload for d in second.decisions if d.action == "admit"] == []
+    after = workloads(live)
+    assert {k: after[k]["metadata"]["resourceVersion"] for k in before} == before
+    assert cond(after["team-a/job-c"], "QuotaReserved")["status"] == "False"  # type: ignore
+    text = second.metrics.exposition().decode()
+    assert 'kueue_cluster_queue_resource_usage{cluster_queue="team-a",cohort="gpus",' \
+           'flavor="a100",resource="nvidia.com/gpu"} 4.0' in text
+    assert 'kueue_pending_workloads{cluster_queue="team-a",status="inadmissible"} 1.0' in text
+
+
+def test_dry_run_writes_nothing(live: Live, ctl: Ctl, tmp_path: Path) -> None:
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER))
+    kueue = write(tmp_path / "kueue.yaml", KUEUE)
+    jobs = write(tmp_path / "jobs.yaml", job("a", "team-a", 4) + job("b", "team-b", 1)
+                 + queued_pod("nb", "team-a", 1))
+    live.kubectl("apply", "-f", str(kueue))
+    live.kubectl("apply", "-f", str(jobs))
+    snapshot = {p: objects(live, p) for p in ("workloads", "jobs", "pods", "clusterqueues",
+                                              "localqueues", "events")}
+    c = ctl.start(dry_run=True)
+    wait_for(lambda: any(d.action == "admit" for d in c.decisions), "a decision")
+    rounds = c.rounds
+    live.kubectl("label", "namespace", "team-b", "touched=yes")  # an event: another round
+    wait_for(lambda: c.rounds > rounds, "another round")
+    snapshot["namespaces"] = objects(live, "namespaces")
+    assert {p: objects(live, p) for p in snapshot} == snapshot
+    assert workloads(live) == {}
+    want = expected(kueue, jobs)
+    assert sorted(d.workload for d in c.decisions if d.action == "admit") == \
+        sorted(r["name"] for r in want["workloads"] if r["state"] == "Admitted") == \
+        ["team-a/job-a", "team-a/pod-nb"]
+
+
+def test_queued_pod_is_gated_then_ungated_onto_its_flavor(live: Live, ctl: Ctl,
+                                                          tmp_path: Path) -> None:
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER))
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
+    live.kubectl("apply", "-f", str(write(tmp_path / "pod.yaml",
+                                          queued_pod("nb", "team-b", 1))))
+    pod = live.pods()["team-b/nb"]
+    assert pod["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/admission"}]
+    live.scheduler()
+    ctl.start()
+    wait_for(lambda: live.placement().get("team-b/nb") == "a100-0", "the pod to run on a100")
+    pod = live.pods()["team-b/nb"]
+    assert not pod["spec"].get("schedulingGates")
+    assert pod["spec"]["nodeSelector"] == {"gpu": "a100"}
+    wl = workloads(live)["team-b/pod-nb"]
+    assert wl["metadata"]["ownerReferences"][0]["kind"] == "Pod"
+    assert admitted(live) == {"team-b/pod-nb": {"main": {"cpu": "a100",
+                                                         "nvidia.com/gpu": "a100"}}}
+    events = [e for e in objects(live, "events").values()
+              if e["involvedObject"].get("kind") == "Workload"]
+    assert {"QuotaReserved", "Admitted"} <= {e["reason"] for e in events}
+
+
+def test_status_conflict_rereads_and_retries(live: Live, ctl: Ctl, tmp_path: Path) -> None:
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER))
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
+    c = ctl.start()
+    live.kubectl("apply", "-f", str(write(tmp_path / "jobs.yaml", job("a", "team-b", 8))))
+    wait_for(lambda: cond(workloads(live).get("team-b/job-a", {}), "QuotaReserved")
+             is not None, "the pending condition")
+    c.stop.set()
+    wait_for(lambda: not any(t.is_alive() for cc, t, _ in ctl.running if cc is c), "stop")
+    stale = copy_of(c.cache["Workload"]["team-b/job-a"])
+    live.kubectl("label", "workloads.kueue.x-k8s.io", "-n", "team-b", "job-a", "touched=yes")
+    c.cache["Workload"]["team-b/job-a"] = stale
+    written = c._write_status("team-b/job-a", lambda cur: {"conditions": [
+        {"type": "QuotaReserved", "status": "False", "reason": "Test", "message": "m"}]})
+    assert written is not None and c.conflicts == 1
+    assert written["metadata"]["labels"]["touched"] == "yes"
+
+
+def copy_of(obj: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(obj))
+
+
+def test_cli_bad_config_exits_2(tmp_path: Path) -> None:
+    bad = write(tmp_path / "kueue-config.yaml", """\
+apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+fairSharing:
+  enable: true
+  preemptionStrategies: [Sometimes]
+""")
+    result = CliRunner().invoke(app, ["admission", "--config", str(bad), "--kubeconfig",
+                                      str(tmp_path / "missing")])
+    assert result.exit_code == 2
+    assert "preemptionStrategies" in result.output
+    notconfig = write(tmp_path / "not.yaml", KUEUE)
+    result = CliRunner().invoke(app, ["admission", "--config", str(notconfig)])
+    assert result.exit_code == 2 and "Configuration" in result.output
+    result = CliRunner().invoke(app, ["admission", "--kubeconfig", str(tmp_path / "none")])
+    assert result.exit_code == 2 and "kubeconfig" in result.output
+
+
+def test_watch_gone_relists_and_admission_continues(live: Live, ctl: Ctl,
+                                                    tmp_path: Path) -> None:
+    srv = live.serve(write(tmp_path / "cluster.yaml", CLUSTER), history=5)
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
+    c = ctl.start(watch_timeout=1)
+    live.kubectl("apply", "-f", str(write(tmp_path / "a.yaml", job("a", "team-a", 1))))
+    wait_for(lambda: "team-a/job-a" in admitted(live), "the first admission")
+    # Compact every watch history: resuming watches get 410 Gone and the informers re-list.
+    srv.call(lambda: srv.api.store.compact())
+    wait_for(lambda: all(inf.stats.lists > 1 for inf in c.informers), "every informer to "
+             "list again after its watch ended")
+    live.kubectl("apply", "-f", str(write(tmp_path / "b.yaml", job("b", "team-a", 1))))
+    wait_for(lambda: "team-a/job-b" in admitted(live), "an admission after the re-list")
+    assert [d.workload for d in c.decisions if d.action == "admit"] == \
+        ["team-a/job-a", "team-a/job-b"]

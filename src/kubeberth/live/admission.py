@@ -467,10 +467,13 @@ class LiveAdmission:
             log.warning("round interrupted by an API error (retried next round): %s", err)
             self._touch()
 
-    def _log_once(self, action: str, key: str, message: str) -> None:
-        if (action, key, message) not in self._logged:
-            self._logged.add((action, key, message))
-            log.info("%s", message)
+    def _log_once(self, action: str, key: str, message: str) -> bool:
+        """Log a dry run's decision the first time it is taken (rounds repeat it)."""
+        if (action, key, message) in self._logged:
+            return False
+        self._logged.add((action, key, message))
+        log.info("%s", message)
+        return True
 
     # Workloads for Jobs and pods (Kueue's job and pod integrations).
 
@@ -785,8 +788,10 @@ class LiveAdmission:
                 original = ((wl["spec"].get("podSets") or [{}])[0].get("template") or {}).get(
                     "spec") or {}
                 cur = job["spec"]["template"].get("spec") or {}
-                selector: Obj = {k: None for k in cur.get("nodeSelector") or {}}
-                selector.update(original.get("nodeSelector") or {})
+                selector: Obj | None = None  # merge patch: null removes the field
+                if original.get("nodeSelector"):
+                    selector = {k: None for k in cur.get("nodeSelector") or {}}
+                    selector.update(original["nodeSelector"])
                 patch = {"spec": {"suspend": True, "template": {"spec": {
                     "nodeSelector": selector,
                     "tolerations": original.get("tolerations") or None}}}}
@@ -909,11 +914,13 @@ class LiveAdmission:
         flavors = "; ".join(f"{psa.name}: " + ", ".join(f"{r}={f}" for r, f in
                                                         sorted(psa.flavors.items()))
                             for psa in adm.podset_assignments)
-        self.decisions.append(Decision(wl.key, "admit", f"{adm.cluster_queue} {flavors}"))
+        decision = Decision(wl.key, "admit", f"{adm.cluster_queue} {flavors}")
         if self.dry_run:
-            self._log_once("admit", wl.key, f"dry-run: would admit {wl.key} in ClusterQueue "
-                                            f"{adm.cluster_queue} ({flavors})")
+            if self._log_once("admit", wl.key, f"dry-run: would admit {wl.key} in "
+                                               f"ClusterQueue {adm.cluster_queue} ({flavors})"):
+                self.decisions.append(decision)
             return True
+        self.decisions.append(decision)
         body = {"clusterQueue": adm.cluster_queue, "podSetAssignments": [
             {"name": psa.name, "count": psa.count, "flavors": dict(sorted(psa.flavors.items())),
              "resourceUsage": {r: format_milli(r, v)
@@ -968,13 +975,16 @@ class LiveAdmission:
         uid = preemptor.uid if preemptor is not None else ""
         message = (f"Preempted to accommodate a workload (UID: {uid}) due to "
                    f"{PREEMPTION_MESSAGES.get(reason, reason)}")
-        self.decisions.append(Decision(key, "preempt", f"{by} {reason}"))
+        decision = Decision(key, "preempt", f"{by} {reason}")
         victim = state.admitted.get(key)
         cq = victim.admission.cluster_queue if victim and victim.admission else ""
         by_cq = next((e.cluster_queue for e, _ in state.queues.pending() if e.key == by), "")
         if self.dry_run:
-            self._log_once("preempt", key, f"dry-run: would preempt {key} for {by} ({reason})")
+            if self._log_once("preempt", key, f"dry-run: would preempt {key} for {by} "
+                                              f"({reason})"):
+                self.decisions.append(decision)
             return
+        self.decisions.append(decision)
 
         def change(cur: Obj) -> Obj | None:
             if _true(cur, "Evicted") or not (cur.get("status") or {}).get("admission"):
@@ -1007,10 +1017,13 @@ class LiveAdmission:
         if cur is not None and (cur.get("status"), cur.get("reason"), cur.get("message")) == \
                 ("False", reason, message):
             return
-        self.decisions.append(Decision(key, "pending", f"{reason}: {message}"))
+        decision = Decision(key, "pending", f"{reason}: {message}")
         if self.dry_run:
-            self._log_once("pending", key, f"dry-run: {key} stays pending: {reason}: {message}")
+            if self._log_once("pending", key, f"dry-run: {key} stays pending: {reason}: "
+                                              f"{message}"):
+                self.decisions.append(decision)
             return
+        self.decisions.append(decision)
 
         def change(c: Obj) -> Obj | None:
             if (c.get("status") or {}).get("admission"):
@@ -1064,10 +1077,11 @@ class LiveAdmission:
         object and reapplies the patch while the reason for it still holds."""
         kind = "Job" if res is Job else "Pod"
         ns, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
-        self.decisions.append(Decision(key, action, f"{kind} {ns}/{name}"))
         if self.dry_run:
-            self._log_once(action, key, f"dry-run: would {action} {kind} {ns}/{name}")
+            if self._log_once(action, key, f"dry-run: would {action} {kind} {ns}/{name}"):
+                self.decisions.append(Decision(key, action, f"{kind} {ns}/{name}"))
             return False
+        self.decisions.append(Decision(key, action, f"{kind} {ns}/{name}"))
         cur: Obj | None = obj
         for _attempt in range(RETRIES):
             if cur is None:
