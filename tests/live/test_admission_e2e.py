@@ -494,3 +494,38 @@ def test_watch_gone_relists_and_admission_continues(live: Live, ctl: Ctl,
     wait_for(lambda: "team-a/job-b" in admitted(live), "an admission after the re-list")
     assert [d.workload for d in c.decisions if d.action == "admit"] == \
         ["team-a/job-a", "team-a/job-b"]
+
+
+def test_bundled_example_matches_kubeberth_admit(live: Live, ctl: Ctl) -> None:
+    """examples/kueue/admission.yaml: an admitted Workload (its status written as Kueue wrote
+    it), a Job reclaiming lent GPUs and a plain pod; the Configuration goes to --config."""
+    example = EXAMPLES / "kueue" / "admission.yaml"
+    srv = live.serve(example)
+    manifests = load_manifests([str(example)])
+    doc = next(d for d in manifests.other if d.kind == "Workload")
+    api = srv.api
+
+    def write_status() -> None:
+        rt = api.registry.by_kind(doc.api_version, "Workload")
+        assert rt is not None
+        cur = api.get(rt, "team-b", "b-train")
+        api.update(rt, "team-b", "b-train", {**cur, "status": doc.data["status"]}, "status")
+
+    srv.call(write_status)
+    config = load_kueue(manifests).config
+    c = ctl.start(config=config)
+    want = expected(example)
+    rows = {r["name"]: r for r in want["workloads"]}
+    admitted_rows = {k: r["flavors"] for k, r in rows.items() if r["state"] == "Admitted"}
+    wait_for(lambda: admitted(live) == admitted_rows, "the admissions `admit` computes")
+    assert [(d.workload, d.detail) for d in c.decisions if d.action == "preempt"] == \
+        [(p["workload"], f"{p['by']} {p['reason']}") for p in want["preempted"]]
+    wls = workloads(live)
+    victim = wls["team-b/b-train"]
+    assert cond(victim, "Preempted")["reason"] == rows["team-b/b-train"]["reason"]  # type: ignore
+    assert not victim["status"].get("admission")
+    for key, row in rows.items():
+        if row["state"] == "Pending":
+            wait_for(lambda key=key, row=row: (cond(workloads(live)[key], "QuotaReserved")
+                                               or {}).get("reason") == row["reason"],
+                     f"{key}'s pending reason")

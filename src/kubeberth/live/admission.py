@@ -337,7 +337,9 @@ class LiveAdmission:
         self._dirty_since: float | None = None
         self._last_event = 0.0
         self._next_wake: float | None = None
-        self._invalid: dict[tuple[str, str, str], str] = {}
+        # Validation verdicts per (kind, key, resourceVersion, priority classes' versions).
+        self._verdicts: dict[tuple[str, str, str, str], str] = {}
+        self._seen: set[tuple[str, str, str, str]] = set()
         self._logged: set[tuple[str, str, str]] = set()
         self._started = False
 
@@ -456,6 +458,7 @@ class LiveAdmission:
         self._dirty_since = None
         self.rounds += 1
         now = self.wall()
+        self._seen = set()
         try:
             self._create_workloads()
             self._lifecycle(now)
@@ -466,6 +469,8 @@ class LiveAdmission:
         except (ApiError, httpx.HTTPError) as err:
             log.warning("round interrupted by an API error (retried next round): %s", err)
             self._touch()
+        # Forget verdicts on objects that changed or went away.
+        self._verdicts = {k: v for k, v in self._verdicts.items() if k in self._seen}
 
     def _log_once(self, action: str, key: str, message: str) -> bool:
         """Log a dry run's decision the first time it is taken (rounds repeat it)."""
@@ -503,13 +508,16 @@ class LiveAdmission:
         """(Workload record, its owner objects) for every queue-labelled Job and
         pod (or complete pod group), as ``kubeberth admit`` builds them from manifests."""
         wpcs, pcs = self._priority_docs()
+        owned = self._owner_uids()
         out: list[tuple[Workload, list[Obj]]] = []
         for job in sorted(self.cache["Job"].values(), key=_key):
+            if job["metadata"].get("uid") in owned:
+                continue  # its Workload exists
             obj = self._as(Job, job)
             try:
                 objs = load_kueue(Manifests(priority_classes=pcs, other=[*wpcs, _doc(obj)]))
             except InputError as err:
-                self._invalid_once("Job", obj, str(err))
+                self._verdict("Job", obj, str(err))
                 continue
             out.extend((wl, [obj]) for wl in objs.workloads)
         pods = []
@@ -519,12 +527,12 @@ class LiveAdmission:
             if any(r.get("controller") and r.get("kind") == "Job"
                    for r in obj["metadata"].get("ownerReferences") or []):
                 continue  # the Job's workload covers it
-            if obj["metadata"].get("deletionTimestamp"):
+            if obj["metadata"].get("deletionTimestamp") or obj["metadata"].get("uid") in owned:
                 continue
             try:
                 pod = _decode_as(kb.Pod, obj)
             except InputError as err:
-                self._invalid_once("Pod", obj, str(err))
+                self._verdict("Pod", obj, str(err))
                 continue
             pods.append(pod)
             raw_pods[_key(obj)] = obj
@@ -538,11 +546,18 @@ class LiveAdmission:
                 out.append((wl, [raw_pods[k] for k in sorted(wl.pods) if k in raw_pods]))
         return out
 
-    def _invalid_once(self, kind: str, obj: Obj, message: str) -> None:
-        key = (kind, _key(obj), str(obj["metadata"].get("resourceVersion", "")))
-        if key not in self._invalid:
-            self._invalid[key] = message
+    def _verdict_key(self, kind: str, obj: Obj) -> tuple[str, str, str, str]:
+        context = ",".join(sorted(str(o["metadata"].get("resourceVersion", "")) for k in (
+            "WorkloadPriorityClass", "PriorityClass") for o in self.cache[k].values()))
+        return kind, _key(obj), str(obj["metadata"].get("resourceVersion", "")), context
+
+    def _verdict(self, kind: str, obj: Obj, message: str) -> None:
+        """Record (and log once) why an object is left out; "" records a valid one."""
+        key = self._verdict_key(kind, obj)
+        self._seen.add(key)
+        if key not in self._verdicts and message:
             log.warning("ignoring %s %s: %s", kind, _key(obj), message)
+        self._verdicts[key] = message
 
     def _create_workloads(self) -> None:
         owned = self._owner_uids()
@@ -657,11 +672,14 @@ class LiveAdmission:
                 # A queued Job must not run before admission (Kueue suspends it).
                 self._patch(Job, owners[0], {"spec": {"suspend": True}}, key, "suspend")
                 continue
-            if not admission or not owners:
+            if not admission:
                 continue
             if _true(wl, "Evicted"):
-                if self._stop_owners(key, wl, kind, owners):
+                # A Workload no Job or pod owns has nothing to stop: released at once.
+                if not kind or (owners and self._stop_owners(key, wl, kind, owners)):
                     self._release(key, wl, now)
+            elif not owners:
+                continue
             elif _true(wl, "QuotaReserved"):
                 self._start_owners(key, wl, kind, owners)
 
@@ -859,14 +877,17 @@ class LiveAdmission:
 
     def _valid(self, kind: str, doc: Document, wpcs: list[Document],
                pcs: list[Any] | None = None) -> bool:
-        key = (kind, _key(doc.data), str(doc.data["metadata"].get("resourceVersion", "")))
-        if key in self._invalid:
-            return False
+        key = self._verdict_key(kind, doc.data)
+        known = self._verdicts.get(key)
+        if known is not None:
+            self._seen.add(key)
+            return not known
         try:
             load_kueue(Manifests(priority_classes=pcs or [], other=[*wpcs, doc]))
         except InputError as err:
-            self._invalid_once(kind, doc.data, str(err))
+            self._verdict(kind, doc.data, str(err))
             return False
+        self._verdict(kind, doc.data, "")
         return True
 
     def _admit(self, view: _View, now: float) -> None:
@@ -1004,7 +1025,7 @@ class LiveAdmission:
         if self.recorder is not None:
             self.recorder.object_event(written, "Normal", "Preempted", message)
         kind, owners = self._owners_of(written)
-        if owners and self._stop_owners(key, written, kind, owners):
+        if not kind or (owners and self._stop_owners(key, written, kind, owners)):
             self._release(key, self.cache["Workload"].get(key, written), now)
 
     def _pending(self, key: str, reason: str, message: str, view: _View, now: float) -> None:
