@@ -21,6 +21,7 @@ from kubeberth.cli.main import app
 from kubeberth.config.kueue import KueueConfiguration, load_kueue
 from kubeberth.config.manifests import load_manifests
 from kubeberth.live.admission import LiveAdmission
+from kubeberth.live.leader import LeaderElector
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -153,9 +154,10 @@ class Ctl:
         self.running: list[tuple[LiveAdmission, threading.Thread, list[BaseException]]] = []
 
     def start(self, *, dry_run: bool = False, config: KueueConfiguration | None = None,
-              watch_timeout: int = 300, client: Client | None = None) -> LiveAdmission:
+              watch_timeout: int = 300, client: Client | None = None,
+              elector: LeaderElector | None = None) -> LiveAdmission:
         ctl = LiveAdmission(client or self.live.client(), dry_run=dry_run, config=config,
-                            watch_timeout=watch_timeout)
+                            watch_timeout=watch_timeout, elector=elector)
         errors: list[BaseException] = []
 
         def run() -> None:
@@ -529,3 +531,57 @@ def test_bundled_example_matches_kubeberth_admit(live: Live, ctl: Ctl) -> None:
             wait_for(lambda key=key, row=row: (cond(workloads(live)[key], "QuotaReserved")
                                                or {}).get("reason") == row["reason"],
                      f"{key}'s pending reason")
+
+
+def test_invalid_objects_are_left_out_until_fixed(live: Live, ctl: Ctl, tmp_path: Path) -> None:
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER))
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
+    c = ctl.start()
+    # A Job naming a WorkloadPriorityClass that does not exist gets no Workload (the loader
+    # `admit` uses rejects it); the other Job is admitted.
+    live.kubectl("apply", "-f", str(write(tmp_path / "jobs.yaml",
+                                          job("ok", "team-a", 1)
+                                          + job("orphan", "team-a", 1, priority="urgent"))))
+    wait_for(lambda: "team-a/job-ok" in admitted(live), "the valid Job's admission")
+    assert "team-a/job-orphan" not in workloads(live)
+    assert c.healthy()
+    # Once the class exists, the Job gets its Workload (with the class's priority), admitted.
+    live.kubectl("apply", "-f", str(write(tmp_path / "wpc.yaml", """\
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: urgent}
+value: 5000
+""")))
+    wait_for(lambda: "team-a/job-orphan" in admitted(live), "the fixed Job's admission")
+    wl = workloads(live)["team-a/job-orphan"]
+    assert wl["spec"]["priority"] == 5000
+    assert wl["spec"]["priorityClassName"] == "urgent"
+    assert wl["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
+
+
+def test_only_the_leader_admits_and_a_standby_takes_over(live: Live, ctl: Ctl,
+                                                         tmp_path: Path) -> None:
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER))
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
+
+    def candidate(identity: str) -> LiveAdmission:
+        client = live.client()
+        elector = LeaderElector(client, "kubeberth-admission", "kube-system", identity,
+                                lease_duration=1.0, renew_deadline=0.6, retry_period=0.05)
+        return ctl.start(client=client, elector=elector)
+
+    one = candidate("one")
+    assert one.elector is not None
+    wait_for(one.elector.leading.is_set, "the first candidate to lead")
+    two = candidate("two")
+    live.kubectl("apply", "-f", str(write(tmp_path / "a.yaml", job("a", "team-a", 1))))
+    wait_for(lambda: "team-a/job-a" in admitted(live), "the leader's admission")
+    assert two.decisions == [] and two.elector is not None
+    assert not two.elector.leading.is_set()
+    # The leader stops (releasing the Lease); the standby leads and admits what comes next,
+    # without touching what the first admitted.
+    ctl.stop(one)
+    wait_for(two.elector.leading.is_set, "the standby to take over", timeout=10)
+    live.kubectl("apply", "-f", str(write(tmp_path / "b.yaml", job("b", "team-a", 1))))
+    wait_for(lambda: "team-a/job-b" in admitted(live), "the new leader's admission")
+    assert [d.workload for d in two.decisions if d.action == "admit"] == ["team-a/job-b"]

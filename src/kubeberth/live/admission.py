@@ -120,7 +120,8 @@ class KueueResources:
 
 def served_version(client: Client) -> str:
     """v1beta1 when the API serves it (the fields kubeberth writes are v1beta1's), else
-    v1beta2 (Kueue releases that dropped v1beta1)."""
+    v1beta2 (Kueue releases that dropped v1beta1). An API that cannot be asked (unreachable,
+    forbidden) is assumed to serve v1beta1; the informers keep retrying."""
     for version in ("v1beta1", "v1beta2"):
         res = KueueResources.of(version).by_kind["ResourceFlavor"]
         try:
@@ -128,7 +129,12 @@ def served_version(client: Client) -> str:
             return version
         except ApiError as err:
             if err.status.code != 404:
-                raise
+                log.warning("cannot list ResourceFlavors (%s): assuming Kueue v1beta1",
+                            err.status.message)
+                return "v1beta1"
+        except httpx.HTTPError as err:
+            log.warning("cannot reach the API (%s): assuming Kueue v1beta1", err)
+            return "v1beta1"
     return "v1beta1"
 
 
