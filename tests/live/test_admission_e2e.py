@@ -155,9 +155,10 @@ class Ctl:
 
     def start(self, *, dry_run: bool = False, config: KueueConfiguration | None = None,
               watch_timeout: int = 300, client: Client | None = None,
-              elector: LeaderElector | None = None) -> LiveAdmission:
+              elector: LeaderElector | None = None, version: str | None = None
+              ) -> LiveAdmission:
         ctl = LiveAdmission(client or self.live.client(), dry_run=dry_run, config=config,
-                            watch_timeout=watch_timeout, elector=elector)
+                            watch_timeout=watch_timeout, elector=elector, version=version)
         errors: list[BaseException] = []
 
         def run() -> None:
@@ -585,3 +586,49 @@ def test_only_the_leader_admits_and_a_standby_takes_over(live: Live, ctl: Ctl,
     live.kubectl("apply", "-f", str(write(tmp_path / "b.yaml", job("b", "team-a", 1))))
     wait_for(lambda: "team-a/job-b" in admitted(live), "the new leader's admission")
     assert [d.workload for d in two.decisions if d.action == "admit"] == ["team-a/job-b"]
+
+
+
+def test_a_v1beta2_workload_is_admitted(live: Live, ctl: Ctl, tmp_path: Path) -> None:
+    """A Workload (and a ClusterQueue) written in v1beta2 by kubectl: read through the
+    served version, admitted, its status written."""
+    kueue = KUEUE.replace("""apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-b}
+spec:
+  cohort: gpus""", """apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-b}
+spec:
+  cohortName: gpus""")
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER))
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", kueue)))
+    live.kubectl("apply", "-f", str(write(tmp_path / "wl.yaml", """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: by-hand, namespace: team-b}
+spec:
+  queueName: main
+  priorityClassRef: {group: kueue.x-k8s.io, kind: WorkloadPriorityClass, name: high}
+  podSets:
+  - name: main
+    count: 2
+    template:
+      spec:
+        containers:
+        - name: c
+          resources: {requests: {cpu: "1", nvidia.com/gpu: "1"}}
+""")))
+    ctl.start()
+    # team-b has no a100 quota of its own: it borrows 2 GPUs from its cohort (cohortName).
+    wait_for(lambda: admitted(live) == {"team-b/by-hand": {"main": {
+        "cpu": "a100", "nvidia.com/gpu": "a100"}}}, "the hand-written Workload's admission")
+    usage = [{"name": "a100", "resources": [
+        {"name": "cpu", "total": "2", "borrowed": "0"},
+        {"name": "nvidia.com/gpu", "total": "2", "borrowed": "2"}]}]
+    wait_for(lambda: (objects(live, "clusterqueues")["team-b"].get("status") or {}).get(
+        "flavorsUsage") == usage, "team-b's status to show the borrowed GPUs")
+    status = objects(live, "clusterqueues")["team-b"]["status"]
+    assert (status["admittedWorkloads"], status["pendingWorkloads"]) == (1, 0)
+    lq = objects(live, "localqueues")["team-b/main"]["status"]
+    assert lq["admittedWorkloads"] == 1

@@ -324,6 +324,10 @@ class LiveAdmission:
         self.stop = threading.Event()
         self.version = version or served_version(client)
         self.kueue = KueueResources.of(self.version)
+        # Sent with every Kueue patch: the version of the URL. (The embedded server checks a
+        # patched object's apiVersion against its default version, whatever version the
+        # object was created in; a real API server accepts the URL's version.)
+        self._api_version = f"{GROUP}/{self.version}"
         self.events: queue.Queue[tuple[str, str, Any]] = queue.Queue()
         resources: dict[str, type[Resource]] = {
             **self.kueue.by_kind, "Namespace": Namespace, "PriorityClass": PriorityClass}
@@ -1079,8 +1083,8 @@ class LiveAdmission:
             status = change(cur)
             if status is None:
                 return None
-            patch = {"metadata": {"resourceVersion": cur["metadata"]["resourceVersion"]},
-                     "status": status}
+            patch = {"apiVersion": self._api_version, "status": status,
+                     "metadata": {"resourceVersion": cur["metadata"]["resourceVersion"]}}
             try:
                 obj = self.client.patch(res.Status, name, patch,  # type: ignore[attr-defined]
                                         namespace=ns, patch_type=PatchType.MERGE)
@@ -1218,8 +1222,8 @@ class LiveAdmission:
         conds = _set_conditions(cur, status["conditions"], self.wall())
         res = self.kueue.by_kind[kind]
         ns, _, name = key.rpartition("/")
-        patch = {"metadata": {"resourceVersion": cur["metadata"]["resourceVersion"]},
-                 "status": {**status, "conditions": conds}}
+        patch = {"apiVersion": self._api_version, "status": {**status, "conditions": conds},
+                 "metadata": {"resourceVersion": cur["metadata"]["resourceVersion"]}}
         try:
             obj = self.client.patch(res.Status, name, patch,  # type: ignore[attr-defined]
                                     namespace=ns or None, patch_type=PatchType.MERGE)
