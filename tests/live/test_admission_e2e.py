@@ -632,3 +632,52 @@ spec:
     assert (status["admittedWorkloads"], status["pendingWorkloads"]) == (1, 0)
     lq = objects(live, "localqueues")["team-b/main"]["status"]
     assert lq["admittedWorkloads"] == 1
+
+
+def group_pod(name: str, gpus: int, total: int, image: str = "busybox") -> str:
+    return f"""apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: team-a
+  labels: {{kueue.x-k8s.io/queue-name: main, kueue.x-k8s.io/pod-group-name: g}}
+  annotations: {{kueue.x-k8s.io/pod-group-total-count: "{total}"}}
+spec:
+  containers:
+  - name: c
+    image: {image}
+    resources: {{requests: {{cpu: "1", nvidia.com/gpu: "{gpus}"}}}}
+---
+"""
+
+
+def test_pod_group_becomes_one_workload_once_complete(live: Live, ctl: Ctl,
+                                                      tmp_path: Path) -> None:
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER))
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
+    live.scheduler()
+    c = ctl.start()
+    live.kubectl("apply", "-f", str(write(tmp_path / "p0.yaml", group_pod("g-0", 1, 3))))
+    wait_for(lambda: c.rounds > 0, "a round")
+    assert workloads(live) == {}  # Kueue waits for every pod of the group
+    # Two roles (different images): two podSets in one Workload, owned by all three pods.
+    pods = group_pod("g-1", 1, 3) + group_pod("g-2", 2, 3, image="trainer")
+    live.kubectl("apply", "-f", str(write(tmp_path / "rest.yaml", pods)))
+    wait_for(lambda: "team-a/g" in admitted(live), "the group's admission")
+    wl = workloads(live)["team-a/g"]
+    assert sorted(r["name"] for r in wl["metadata"]["ownerReferences"]) == \
+        ["g-0", "g-1", "g-2"]
+    assert sorted(p["count"] for p in wl["spec"]["podSets"]) == [1, 2]
+    wait_for(lambda: all(live.placement().get(f"team-a/g-{i}") for i in range(3)),
+             "every pod of the group to run")
+    for i in range(3):
+        pod = live.pods()[f"team-a/g-{i}"]
+        assert not pod["spec"].get("schedulingGates")
+        assert pod["spec"]["nodeSelector"]["gpu"] in ("a100", "t4")
+    flavors = admitted(live)["team-a/g"]
+    want = expected(write(tmp_path / "all.yaml", KUEUE + group_pod("g-0", 1, 3) + pods))
+    # PodSets are named by a hash of the pod's shape, which the API server's pod defaults
+    # change (priority, preemptionPolicy): compare the flavors per podSet, not the names.
+    assert [r["name"] for r in want["workloads"]] == ["team-a/g"]
+    assert sorted(map(str, want["workloads"][0]["flavors"].values())) == \
+        sorted(map(str, flavors.values()))
