@@ -681,3 +681,104 @@ def test_pod_group_becomes_one_workload_once_complete(live: Live, ctl: Ctl,
     assert [r["name"] for r in want["workloads"]] == ["team-a/g"]
     assert sorted(map(str, want["workloads"][0]["flavors"].values())) == \
         sorted(map(str, flavors.values()))
+
+
+def test_cli_serves_health_and_kueue_metrics_and_stops_on_sigterm(live: Live,
+                                                                  tmp_path: Path) -> None:
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER))
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
+    live.kubectl("apply", "-f", str(write(tmp_path / "jobs.yaml", job("a", "team-a", 1))))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubeberth", "admission", "--kubeconfig", str(live.kubeconfig),
+         "--metrics-port", "0", "--no-leader-elect"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/metrics", banner)
+        assert found, banner
+        base = f"http://127.0.0.1:{found[1]}"
+        wait_for(lambda: "team-a/job-a" in admitted(live), "the CLI controller's admission")
+        wait_for(lambda: httpx.get(f"{base}/readyz").status_code == 200, "/readyz")
+        assert httpx.get(f"{base}/healthz").text == "ok"
+        text = httpx.get(f"{base}/metrics").text
+        assert 'kueue_admitted_workloads_total{cluster_queue="team-a"} 1.0' in text
+        assert 'kueue_admission_attempts_total{result="success"}' in text
+        assert 'kueue_cluster_queue_nominal_quota{cluster_queue="team-a",cohort="gpus",' \
+               'flavor="a100",resource="nvidia.com/gpu"} 4.0' in text
+        assert 'kueue_cluster_queue_status{cluster_queue="team-a",status="active"} 1.0' in text
+        proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.returncode == 0
+        rest = proc.stdout.read()
+        assert "kubeberth admission stopped" in rest
+        assert "admitted team-a/job-a in ClusterQueue team-a" in rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_failed_job_finishes_its_workload_and_releases_quota(live: Live, ctl: Ctl,
+                                                             tmp_path: Path) -> None:
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER))
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", SMALL_KUEUE)))
+    c = ctl.start()
+    live.kubectl("apply", "-f", str(write(tmp_path / "jobs.yaml",
+                                          job("first", "team-a", 2) + job("second", "team-a", 2))))
+    wait_for(lambda: "team-a/job-first" in admitted(live), "the first admission")
+    assert "team-a/job-second" not in admitted(live)
+    # Without a scheduler, mark the Job failed as the Job controller would.
+    srv = live.server
+    assert srv is not None
+    api = srv.api
+
+    def fail_job() -> None:
+        rt = api.registry.by_kind("batch/v1", "Job")
+        assert rt is not None
+        cur = api.get(rt, "team-a", "first")
+        status = {**cur["status"], "conditions": [
+            {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+             "message": "Job has reached the specified backoff limit"}]}
+        api.update(rt, "team-a", "first", {**cur, "status": status}, "status")
+
+    srv.call(fail_job)
+    wait_for(lambda: (cond(workloads(live)["team-a/job-first"], "Finished") or {}).get(
+        "reason") == "Failed", "the Workload to finish")
+    finished = cond(workloads(live)["team-a/job-first"], "Finished")
+    assert finished is not None
+    assert finished["message"] == "Job has reached the specified backoff limit"
+    wait_for(lambda: "team-a/job-second" in admitted(live), "the freed quota to be used")
+    assert [d.workload for d in c.decisions if d.action == "finish"] == ["team-a/job-first"]
+
+
+def test_queue_status_reports_an_inactive_cluster_queue(live: Live, ctl: Ctl,
+                                                        tmp_path: Path) -> None:
+    missing = KUEUE.replace("    - name: t4\n", "    - name: h100\n", 1)
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER))
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", missing)))
+    ctl.start()
+    live.kubectl("apply", "-f", str(write(tmp_path / "jobs.yaml", job("a", "team-a", 1))))
+    wait_for(lambda: cond(workloads(live).get("team-a/job-a", {}), "QuotaReserved")
+             is not None, "the pending condition")
+    qr = cond(workloads(live)["team-a/job-a"], "QuotaReserved")
+    assert qr is not None and qr["status"] == "False" and qr["reason"] == "Inadmissible"
+    assert "h100" in qr["message"]
+    wait_for(lambda: (cond(objects(live, "clusterqueues")["team-a"], "Active") or {}).get(
+        "status") == "False", "team-a's Active condition")
+    active = cond(objects(live, "clusterqueues")["team-a"], "Active")
+    assert active is not None and "h100" in active["message"]
+    assert objects(live, "clusterqueues")["team-a"]["status"]["pendingWorkloads"] == 1
+    assert objects(live, "jobs")["team-a/a"]["spec"]["suspend"] is True

@@ -83,7 +83,6 @@ MAX_DELAY = 1.0  # a round runs at the latest this long after the first pending 
 MAX_WAIT = 1.0
 MAX_CYCLES = 1000
 RETRIES = 5
-JOB_PRIORITY_CLASS_LABEL = PRIORITY_CLASS_LABEL
 CONFIG_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue",
                 "WorkloadPriorityClass")
 PREEMPTION_MESSAGES = {
@@ -218,7 +217,8 @@ class Decision:
     """One decision applied (or, with ``--dry-run``, only logged)."""
 
     workload: str
-    action: str  # "create", "admit", "preempt", "release", "finish", "start", "stop", "pending"
+    # "create", "admit", "preempt", "release", "finish", "start", "stop", "suspend", "pending"
+    action: str
     detail: str = ""
 
 
@@ -627,7 +627,7 @@ class LiveAdmission:
         labels = first["metadata"].get("labels") or {}
         spec: Obj = {"queueName": wl.queue_name, "podSets": podsets, "priority": wl.priority}
         if wl.priority_class:
-            source = (WORKLOAD_PRIORITY_CLASS_SOURCE if labels.get(JOB_PRIORITY_CLASS_LABEL)
+            source = (WORKLOAD_PRIORITY_CLASS_SOURCE if labels.get(PRIORITY_CLASS_LABEL)
                       else POD_PRIORITY_CLASS_SOURCE)
             if self.version == "v1beta1":
                 spec["priorityClassName"] = wl.priority_class
@@ -929,6 +929,9 @@ class LiveAdmission:
             if _signature(state) == before:
                 break
         for e, _active in state.queues.pending():
+            if e.cluster_queue in state.inactive:
+                # Heads of an inactive ClusterQueue are never popped: say why they wait.
+                reasons[e.key] = ("Inadmissible", state.inactive[e.cluster_queue])
             at = e.wl.requeue_at
             if at is not None and at > now and (earliest is None or at < earliest):
                 earliest = at
