@@ -53,6 +53,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.api.quantity import format_milli
 from kubeberth.config.kueue import (
     ADMISSION_GATE,
+    JOB_MIN_PARALLELISM_ANNOTATION,
     POD_GROUP_LABEL,
     POD_PRIORITY_CLASS_SOURCE,
     PRIORITY_CLASS_LABEL,
@@ -752,8 +753,12 @@ class LiveAdmission:
             ps = (wl["spec"].get("podSets") or [{}])[0].get("name", "main")
             tspec = job["spec"]["template"].get("spec") or {}
             selector, tolerations = self._injected(tspec, admission, ps)
-            patch = {"spec": {"suspend": False, "template": {"spec": {
+            patch: Obj = {"spec": {"suspend": False, "template": {"spec": {
                 "nodeSelector": selector, "tolerations": tolerations}}}}
+            count = next((a.get("count") for a in admission.get("podSetAssignments") or []
+                          if a.get("name", "main") == ps), None)
+            if count is not None and count != job["spec"].get("parallelism", 1):
+                patch["spec"]["parallelism"] = count  # partial admission
             if self._patch(Job, job, patch, key, "start"):
                 log.info("started Job %s (workload %s admitted)", _key(job), key)
                 if self.recorder is not None:
@@ -820,9 +825,13 @@ class LiveAdmission:
                 if original.get("nodeSelector"):
                     selector = {k: None for k in cur.get("nodeSelector") or {}}
                     selector.update(original["nodeSelector"])
-                patch = {"spec": {"suspend": True, "template": {"spec": {
+                patch: Obj = {"spec": {"suspend": True, "template": {"spec": {
                     "nodeSelector": selector,
                     "tolerations": original.get("tolerations") or None}}}}
+                if JOB_MIN_PARALLELISM_ANNOTATION in (job["metadata"].get("annotations") or {}):
+                    # Partial admission may have cut the parallelism: back to the podSet's.
+                    patch["spec"]["parallelism"] = (wl["spec"].get("podSets") or [{}])[0].get(
+                        "count", 1)
                 if self._patch(Job, job, patch, key, "stop") and self.recorder is not None:
                     evicted = _cond(wl, "Evicted") or {}
                     self.recorder.object_event(job, "Normal", "Stopped",
