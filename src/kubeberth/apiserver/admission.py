@@ -8,6 +8,11 @@ scheduler name, restart policy, QoS class) and the Priority admission plugin's r
 ``priorityClassName``; workload controllers' selectors must match their templates; jobs get
 their generated selector. Other admission plugins (service accounts, limit ranges, default
 tolerations) are not run.
+
+Kueue's mutating webhooks are emulated as if Kueue were installed: a Job created with the
+``kueue.x-k8s.io/queue-name`` label is suspended, and a queue-labelled pod that no Job owns gets
+the ``kueue.x-k8s.io/admission`` scheduling gate, so nothing queued starts before
+``kubeberth admission`` admits its Workload.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 from kubeberth.api.errors import InputError
 from kubeberth.apiserver import errors
 from kubeberth.apiserver.resources import ResourceType
+from kubeberth.config.kueue import ADMISSION_GATE, QUEUE_LABEL, UNMANAGED_NAMESPACES
 from kubeberth.config.manifests import DEFAULT_NAMESPACE, decode_object
 from kubeberth.config.yamlsrc import Document, Source
 
@@ -145,6 +151,7 @@ def default_pod(pod: Obj, priority_classes: list[Obj]) -> None:
                     requests.setdefault(res, value)
             c.setdefault("imagePullPolicy", "IfNotPresent")
             c.setdefault("terminationMessagePath", "/dev/termination-log")
+    _kueue_pod_webhook(pod)
     if spec.get("nodeName") and spec.get("schedulingGates"):
         raise errors.invalid("Pod", name, "", [(
             "spec.nodeName", "Forbidden: cannot be set until all schedulingGates have been "
@@ -158,6 +165,25 @@ def default_pod(pod: Obj, priority_classes: list[Obj]) -> None:
                                  "reason": "SchedulingGated",
                                  "message": "Scheduling is blocked due to non-empty scheduling "
                                             "gates"}]
+
+
+def _kueue_pod_webhook(pod: Obj) -> None:
+    """Kueue's pod webhook: gate a queue-labelled pod until its Workload is admitted. Pods
+    already bound, in Kueue's excluded namespaces, or owned by a Job (Kueue manages the Job
+    instead) are left alone."""
+    meta = pod["metadata"]
+    spec = pod["spec"]
+    if not (meta.get("labels") or {}).get(QUEUE_LABEL) or spec.get("nodeName"):
+        return
+    if meta.get("namespace") in UNMANAGED_NAMESPACES:
+        return
+    if any(ref.get("controller") and ref.get("kind") == "Job"
+           for ref in meta.get("ownerReferences") or []):
+        return
+    meta["labels"]["kueue.x-k8s.io/managed"] = "true"
+    gates = spec.setdefault("schedulingGates", [])
+    if not any(g.get("name") == ADMISSION_GATE for g in gates):
+        gates.append({"name": ADMISSION_GATE})
 
 
 def _resolve_priority(pod: Obj, name: str, priority_classes: list[Obj]) -> None:
@@ -238,6 +264,8 @@ def default_job(job: Obj) -> None:
     spec.setdefault("backoffLimit", 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
+    if (job["metadata"].get("labels") or {}).get(QUEUE_LABEL):
+        spec["suspend"] = True  # Kueue's job webhook: queued Jobs start suspended
     uid = job["metadata"]["uid"]
     name = job["metadata"]["name"]
     if not spec.get("manualSelector"):
@@ -256,6 +284,15 @@ def check_pod_update(name: str, old: Obj, new: Obj) -> None:
         raise errors.invalid("Pod", name, "", [(
             "spec.schedulingGates", "Forbidden: only deletion is allowed, but found new "
             "scheduling gate")])
+    if old_gates:
+        # Gated pods accept additions to nodeSelector (upstream's mutable scheduling
+        # directives, what Kueue uses to steer an admitted pod to its flavor).
+        old_sel = old_spec.pop("nodeSelector", None) or {}
+        new_sel = new_spec.pop("nodeSelector", None) or {}
+        if any(new_sel.get(k) != v for k, v in old_sel.items()):
+            raise errors.invalid("Pod", name, "", [(
+                "spec.nodeSelector", f"Invalid value: {json.dumps(new_sel)}: only additions "
+                "to spec.nodeSelector are allowed (no mutations or deletions)")])
     if old_spec.get("nodeName") != new_spec.get("nodeName"):
         raise errors.invalid("Pod", name, "", [(
             "spec.nodeName", "Forbidden: pod updates may not change nodeName (bind a pod "

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kubeberth import __version__
 from kubeberth.api.errors import InputError
+from kubeberth.cli.admission import admission_command
 from kubeberth.cli.admit import admit_command
 from kubeberth.cli.common import OutputFormat, err_console, scheduling_registry, user_errors
 from kubeberth.cli.deschedule import deschedule
@@ -204,6 +205,7 @@ def version() -> None:
 app.command("serve")(serve)
 app.command("scheduler")(scheduler_command)
 app.command("manifests")(manifests_command)
+app.command("admission")(admission_command)
 
 
 def main() -> None:

@@ -1,0 +1,77 @@
+"""``kubeberth admission``: the live Kueue admission controller as a command.
+
+It reads an optional Kueue Configuration (``--config``; bad input: exit 2 with file, line and
+field), connects to the API named by ``--kubeconfig``, serves ``/healthz``, ``/readyz`` and
+``/metrics`` with Kueue's metric names, logs every decision and runs until SIGINT or SIGTERM.
+The controller is :mod:`kubeberth.live.admission`; the policy is the one ``kubeberth admit``
+runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kubeberth.api.errors import InputError
+from kubeberth.cli.live_common import (
+    DryRunOption,
+    KubeconfigOption,
+    LeaderElectOption,
+    LeaseDurationOption,
+    LeaseNameOption,
+    LeaseNamespaceOption,
+    MetricsAddressOption,
+    MetricsPortOption,
+    connect,
+    elector,
+    fail,
+    run_controller,
+)
+from kubeberth.config.kueue import KueueConfiguration, load_kueue
+from kubeberth.config.manifests import load_manifests
+
+
+def load_configuration(path: Path | None) -> KueueConfiguration:
+    """The Kueue Configuration in ``path`` (config.kueue.x-k8s.io), or Kueue's defaults."""
+    if path is None:
+        return KueueConfiguration()
+    manifests = load_manifests([path])
+    configs = manifests.of_kind("Configuration")
+    if not configs or len(manifests.other) != len(configs) or manifests.pods or \
+            manifests.nodes:
+        raise InputError(f"{path} must hold one Kueue Configuration", field="--config",
+                         expected="a config.kueue.x-k8s.io/v1beta1 or v1beta2 Configuration "
+                                  "document")
+    return load_kueue(manifests).config
+
+
+def admission_command(
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="Kueue Configuration (config.kueue.x-k8s.io): fairSharing, "
+                         "waitForPodsReady, featureGates (default: Kueue's defaults).")] = None,
+    kubeconfig: KubeconfigOption = None,
+    dry_run: DryRunOption = False,
+    metrics_port: MetricsPortOption = 8080,
+    metrics_address: MetricsAddressOption = "127.0.0.1",
+    leader_elect: LeaderElectOption = True,
+    lease_name: LeaseNameOption = "kubeberth-admission",
+    lease_namespace: LeaseNamespaceOption = "kube-system",
+    lease_duration: LeaseDurationOption = 15.0,
+) -> None:
+    """Admit Kueue Workloads (and queue-labelled Jobs and pods) as Kueue does, with the same
+    policy as `kubeberth admit`: write status.admission, start Jobs, ungate pods, preempt."""
+    from kubeberth.live.admission import LiveAdmission
+
+    try:
+        cfg = load_configuration(config)
+        client = connect(kubeconfig)
+        leader = elector(client, leader_elect, lease_name, lease_namespace, lease_duration)
+        controller = LiveAdmission(client, config=cfg, dry_run=dry_run, elector=leader)
+    except InputError as err:
+        raise fail(err) from None
+    mode = " (dry run: nothing is written)" if dry_run else ""
+    run_controller("admission", controller, controller.metrics.exposition,
+                   address=metrics_address, port=metrics_port,
+                   banner=f"Kueue {controller.version}{mode}")
