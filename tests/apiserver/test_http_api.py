@@ -291,6 +291,23 @@ def _patch(http: httpx.Client, path: str, body: Any, kind: str) -> httpx.Respons
                       headers={"Content-Type": f"application/{kind}"})
 
 
+def test_patch_reads_the_object_in_the_urls_version(http: httpx.Client) -> None:
+    base = "/apis/kueue.x-k8s.io/{}/resourceflavors"
+    created = http.post(base.format("v1beta2"), json={
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+        "metadata": {"name": "vk"}})
+    assert created.status_code == 201, created.text
+    resp = _patch(http, base.format("v1beta1") + "/vk",
+                  {"metadata": {"labels": {"tier": "burst"}}}, "merge-patch+json")
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+    assert resp.json()["metadata"]["labels"] == {"tier": "burst"}
+    # A patch that names another version than the URL's is still refused, as upstream.
+    resp = _patch(http, base.format("v1beta1") + "/vk",
+                  {"apiVersion": "kueue.x-k8s.io/v1beta2"}, "merge-patch+json")
+    assert resp.status_code == 400
+
+
 def test_merge_patch(http: httpx.Client) -> None:
     resp = _patch(http, "/api/v1/nodes/cpu-a", {"metadata": {"labels": {"zone": "a",
                                                                         "pool": None}}},

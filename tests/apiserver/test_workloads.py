@@ -195,6 +195,10 @@ def test_suspended_job_creates_no_pods(http: httpx.Client, server: EmbeddedServe
                headers={"Content-Type": "application/merge-patch+json"})
     server.settle()
     assert len(_pods(http)) == 1
+    job = http.get(f"{JOBS}/train").json()
+    suspended = [c for c in job["status"]["conditions"] if c["type"] == "Suspended"]
+    assert [(c["status"], c["reason"]) for c in suspended] == [("False", "JobResumed")]
+    assert "startTime" in job["status"]
 
 
 def test_job_needs_never_or_onfailure(http: httpx.Client) -> None:

@@ -464,9 +464,17 @@ class ControllerManager:
                 for pod in active[want:]:
                     self._delete_pod(job, pod, "job-controller")
             active = [p for p in self._owned_pods(job) if _active(p)]
+        suspended = any(c.get("type") == "Suspended" and c.get("status") == "True"
+                        for c in status.get("conditions") or [])
         if spec.get("suspend") and not finished:
+            # Upstream clears startTime on suspension so activeDeadlineSeconds restarts.
+            status.pop("startTime", None)
             set_condition({"status": status}, {"type": "Suspended", "status": "True",
                                    "reason": "JobSuspended", "message": "Job suspended",
+                                   "lastProbeTime": now, "lastTransitionTime": now})
+        elif suspended:
+            set_condition({"status": status}, {"type": "Suspended", "status": "False",
+                                   "reason": "JobResumed", "message": "Job resumed",
                                    "lastProbeTime": now, "lastTransitionTime": now})
         status["active"] = len(active)
         status["ready"] = sum(1 for p in active if pod_healthy(p))

@@ -168,11 +168,15 @@ class Api:
         return stored
 
     def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str,
-              body: bytes, subresource: str = "", *, dry_run: bool = False) -> Obj:
+              body: bytes, subresource: str = "", version: str = "", *,
+              dry_run: bool = False) -> Obj:
+        """The patch applies to the object as the URL's version serves it (stored objects keep
+        the version they were written in; the kinds we serve differ only in apiVersion)."""
         old = self.store.must_get(rt, namespace, name)
-        result = _apply_patch(old, content_type, body)
-        new = admission.check_body(rt, copy.deepcopy(result), rt.api_version().rpartition("/")[2],
-                                   namespace)
+        version = version or rt.versions[0]
+        result = _apply_patch({**old, "apiVersion": rt.api_version(version)}, content_type,
+                              body)
+        new = admission.check_body(rt, copy.deepcopy(result), version, namespace)
         new["metadata"]["name"] = name
         return self._write(rt, old, new, subresource, dry_run=dry_run)
 

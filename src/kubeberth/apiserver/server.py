@@ -247,7 +247,7 @@ class Cluster:
                 return _json(self.api.patch_scale(rt, namespace, name, request.content_type,
                                                   await request.read()))
             patched = self.api.patch(rt, namespace, name, request.content_type,
-                                     await request.read(), sub, dry_run=dry_run)
+                                     await request.read(), sub, version, dry_run=dry_run)
             return self._one(request, rt, version, patched)
         if method == "DELETE":
             options = await _delete_options(request)
