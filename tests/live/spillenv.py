@@ -102,10 +102,11 @@ def running_on(live: Live, node: str, app: str = "") -> list[str]:
                   and (not app or p["metadata"].get("labels", {}).get("app") == app))
 
 
-def spilled(live: Live, tmp_path: Path, replicas: int = 2) -> list[str]:
+def spilled(live: Live, tmp_path: Path, replicas: int = 2, history: int = 2000) -> list[str]:
     """A cordoned GPU node, the VK node and ``replicas`` pods the scheduler placed on VK; then
     the GPU node is uncordoned. Returns the VK pods."""
-    live.serve(write(tmp_path / "cluster.yaml", gpu_node("gpu-1", 4, cordoned=True) + vk_node()))
+    live.serve(write(tmp_path / "cluster.yaml", gpu_node("gpu-1", 4, cordoned=True) + vk_node()),
+               history=history)
     live.scheduler()
     live.kubectl("apply", "-f", str(write(tmp_path / "llm.yaml", deployment("llm", replicas))))
     wait_for(lambda: len(running_on(live, VK, "llm")) == replicas, "the pods to spill to VK")

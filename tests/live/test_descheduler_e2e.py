@@ -135,7 +135,7 @@ def test_dry_run_writes_nothing(live: Live, tmp_path: Path) -> None:
 
 
 def test_dropped_watches_and_410_are_survived(live: Live, tmp_path: Path) -> None:
-    on_vk = spilled(live, tmp_path)
+    on_vk = spilled(live, tmp_path, history=5)
     srv = live.server
     assert srv is not None
     ctl = descheduler(live, tmp_path)
@@ -150,10 +150,15 @@ def test_dropped_watches_and_410_are_survived(live: Live, tmp_path: Path) -> Non
             {"spec": {"taints": [
                 {"key": "vk.node.com", "value": "true", "effect": "NoSchedule"},
                 {"key": LOW, "value": "true", "effect": "NoSchedule"}]}}).encode())
+        # More node changes than the server's history holds: resuming is a 410.
+        for i in range(8):
+            srv.api.patch(srv.api.nodes, "", "gpu-1", "application/merge-patch+json",
+                          json.dumps({"metadata": {"labels": {"rev": str(i)}}}).encode())
 
     srv.call(drop)
     wait_for(lambda: len(running_on(live, "gpu-1", "llm")) == 2, "the pods to come back")
     assert sum(inf.stats.lists for inf in ctl.cache.informers) > lists
+    assert json.dumps(ctl.cache.get("Node", "gpu-1")).count('"rev": "7"') == 1
     assert sorted(o.pod for o in ctl.outcomes) == on_vk
 
 
