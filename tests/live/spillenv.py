@@ -3,9 +3,13 @@ node, a Deployment whose pods may spill there, and the controllers started on th
 
 from __future__ import annotations
 
+import json
 import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 from tests.live.harness import Live, wait_for, write
 
@@ -148,7 +152,7 @@ def descheduler(live: Live, tmp_path: Path, *, policy: str = POLICY, interval: f
 def spill_config(tmp_path: Path, *, threshold: float = 2, window: float = 0.4,
                  stabilization: float = 1.5, interval: float = 0.2,
                  url: str = "") -> SpillConfig:
-    signal = f"\n    signal: {{source: prometheus, url: \"{url}\", timeoutSeconds: 1}}" \
+    signal = f"\n  signal: {{source: prometheus, url: \"{url}\", timeoutSeconds: 1}}" \
         if url else ""
     return load_spill_config(write(tmp_path / "spill.yaml", f"""\
 apiVersion: kubeberth.io/v1alpha1
@@ -175,3 +179,67 @@ def node_taints(live: Live, name: str) -> list[str]:
     assert srv is not None
     node = srv.call(lambda: srv.api.store.must_get(srv.api.nodes, "", name))
     return [t["key"] for t in (node.get("spec") or {}).get("taints") or []]
+
+
+def bound_pod(name: str, node: str, gpus: int = 1) -> str:
+    return f"""apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default, labels: {{app: busy}}}}
+spec:
+  nodeName: {node}
+  containers:
+  - name: main
+    image: busybox
+    resources:
+      requests: {{cpu: "1", memory: 1Gi, nvidia.com/gpu: "{gpus}"}}
+      limits: {{nvidia.com/gpu: "{gpus}"}}
+---
+"""
+
+
+class FakePrometheus:
+    """A Prometheus instant-query endpoint whose answer the test sets: ``value`` (a number),
+    or ``mode`` "error" (HTTP 422 with Prometheus' error body), "empty" (an empty vector) or
+    "down" (the server stops answering: connection refused)."""
+
+    def __init__(self) -> None:
+        self.value = 0.0
+        self.mode = "value"
+        self.queries: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                form = parse_qs(self.rfile.read(length).decode())
+                outer.queries.append(form.get("query", [""])[0])
+                if outer.mode == "error":
+                    code, body = 422, {"status": "error", "errorType": "execution",
+                                       "error": "query timed out"}
+                elif outer.mode == "empty":
+                    code, body = 200, {"status": "success",
+                                       "data": {"resultType": "vector", "result": []}}
+                else:
+                    code, body = 200, {"status": "success", "data": {
+                        "resultType": "vector",
+                        "result": [{"metric": {}, "value": [time.time(), str(outer.value)]}]}}
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = int(self.httpd.server_address[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def down(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
