@@ -167,8 +167,13 @@ controller:
 
 
 def spill_controller(live: Live, cfg: SpillConfig, *, prometheus: str | None = None,
-                     dry_run: bool = False) -> LiveSpillController:
-    ctl = LiveSpillController(cfg, live.client(), prometheus=prometheus, dry_run=dry_run)
+                     dry_run: bool = False, identity: str = "") -> LiveSpillController:
+    client = live.client()
+    elector = LeaderElector(client, "kubeberth-spill-controller", "kube-system", identity,
+                            lease_duration=1.0, renew_deadline=0.6,
+                            retry_period=0.05) if identity else None
+    ctl = LiveSpillController(cfg, client, prometheus=prometheus, dry_run=dry_run,
+                              elector=elector)
     start(live, ctl)
     wait_for(ctl.ready, "the spill controller")
     return ctl

@@ -247,3 +247,52 @@ controller: {windowSeconds: 10, intervalSeconds: 30}
     proc = subprocess.run(_kubeberth("spill-controller", "--prometheus", "localhost:9090"),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--prometheus" in proc.stderr
+
+
+def test_only_the_leader_writes(live: Live, tmp_path: Path) -> None:
+    prom = FakePrometheus()
+    try:
+        live.serve(write(tmp_path / "cluster.yaml", gpu_node("gpu-1", 4) + vk_node()))
+        cfg = spill_config(tmp_path, stabilization=0.6)
+        one = spill_controller(live, cfg, prometheus=prom.url, identity="one")
+        assert one.elector is not None
+        wait_for(one.elector.leading.is_set, "the first candidate to lead")
+        two = spill_controller(live, cfg, prometheus=prom.url, identity="two")
+        assert two.elector is not None
+        prom.value = 8
+        wait_for(lambda: LOW in node_taints(live, VK), "the leader to taint")
+        assert [d for _, d in one.flips] == ["add"]
+        assert two.ticks == [] and not two.elector.leading.is_set()
+        # The leader dies holding the Lease; the standby takes over and carries on from the
+        # node's state: already tainted, nothing to write until the signal drops.
+        one.elector._release = lambda: None  # type: ignore[method-assign]
+        live.stop_controller(one)  # type: ignore[arg-type]
+        wait_for(two.elector.leading.is_set, "the standby to take over", timeout=10)
+        wait_for(lambda: len(two.ticks) >= 5, "the new leader's ticks")
+        assert all(t.tainted for t in two.ticks) and two.flips == []
+        prom.value = 0
+        wait_for(lambda: LOW not in node_taints(live, VK), "the new leader to remove it")
+        assert [d for _, d in two.flips] == ["remove"]
+    finally:
+        prom.down()
+
+
+def test_api_signal_survives_dropped_watches_and_410(live: Live, tmp_path: Path) -> None:
+    srv = live.serve(write(tmp_path / "cluster.yaml", gpu_node("gpu-1", 4) + vk_node() + BUSY),
+                     history=3)
+    ctl = spill_controller(live, spill_config(tmp_path, stabilization=0.6))
+    wait_for(lambda: len(ctl.ticks) >= 3, "three ticks")
+    assert ctl.cache is not None
+    lists = sum(inf.stats.lists for inf in ctl.cache.informers)
+
+    def drop() -> None:
+        srv.api.store.compact()
+        srv.api.store.close_watches()
+        # Deletions while the streams are down, more changes than the history holds.
+        for i in range(4):
+            srv.api.delete(srv.api.pods, "default", f"busy-{i}", {"gracePeriodSeconds": 0})
+
+    srv.call(drop)
+    wait_for(lambda: LOW in node_taints(live, VK), "the taint once the re-list shows 4 free")
+    assert sum(inf.stats.lists for inf in ctl.cache.informers) > lists
+    assert ctl.ticks[-1].value == 4.0 or any(t.value == 4.0 for t in ctl.ticks)
