@@ -13,9 +13,7 @@ import httpx
 from tests.live.harness import Live, wait_for, write
 from tests.live.spillenv import (
     LOW,
-    POLICY,
     VK,
-    deployment,
     descheduler,
     pdb,
     running_on,
