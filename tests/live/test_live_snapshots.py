@@ -72,6 +72,13 @@ def test_descheduler_snapshot_reads_owners_scale_and_skips_bad_objects() -> None
     assert snap.all_pods_on_node("a")[0].created == parse_time("2027-01-15T08:00:00Z")
 
 
+def _classy(node: str) -> dict[str, Any]:
+    """A Running pod naming a PriorityClass nobody defined (and no spec.priority)."""
+    pod = _pod("classy", node, 1)
+    pod["spec"]["priorityClassName"] = "nowhere"
+    return pod
+
+
 def _cache(objects: dict[str, list[dict[str, Any]]]) -> ObjectCache:
     client = Client(config=KubeConfig.from_dict({
         "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
@@ -91,7 +98,8 @@ def test_api_signal_counts_running_pods_on_eligible_nodes(tmp_path: Path) -> Non
         "Pod": [_pod("run", "gpu-1", 1), _pod("starting", "gpu-1", 1, phase="Pending"),
                 _pod("done", "gpu-1", 1, phase="Succeeded"),
                 _pod("batch", "gpu-1", 1, labels={"tier": "batch"}),
-                _pod("cordoned", "gpu-2", 2), _pod("vk", "virtual-kubelet", 8)]})
+                _pod("cordoned", "gpu-2", 2), _pod("vk", "virtual-kubelet", 8),
+                _classy("gpu-3")]})
     cfg = spill_config(tmp_path)
     assert ApiSignal(cache, cfg).read(NOW).value == 2.0  # 4 - run - batch
     cfg.controller.exclude_pods = ExcludePods(match_labels={"tier": "batch"})
@@ -103,6 +111,8 @@ def test_api_signal_counts_running_pods_on_eligible_nodes(tmp_path: Path) -> Non
     assert ApiSignal(cache, cfg).read(NOW).value == 1.0
     cache._sink("Pod", "BOOKMARK", {"metadata": {"resourceVersion": "9"}})
     assert ApiSignal(cache, cfg).read(NOW).value == 1.0
+    cache._sink("Pod", "MODIFIED", _classy("gpu-1"))  # moved to a counted node: it counts
+    assert ApiSignal(cache, cfg).read(NOW).value == 0.0
 
 
 def test_a_broken_watch_is_a_fault(tmp_path: Path) -> None:

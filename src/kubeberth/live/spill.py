@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
+import msgspec
 from lightkube import ApiError, Client
 from lightkube.resources.core_v1 import Node as KNode
 from lightkube.resources.core_v1 import Pod as KPod
@@ -121,6 +122,10 @@ class ApiSignal:
             if not isinstance(pod, Pod) or pod.status.phase != "Running" \
                     or pod.spec.node_name not in state.node_index:
                 continue
+            if pod.spec.priority is None:
+                # The signal ignores priority; a class the cache does not know must not stop it.
+                pod = msgspec.structs.replace(
+                    pod, spec=msgspec.structs.replace(pod.spec, priority=0))
             state.add_pod(make_pod_info(pod), state.node_index[pod.spec.node_name])
         return self.signal.read(state, now)
 
