@@ -34,7 +34,7 @@ def test_vk_pods_are_evicted_and_come_back_to_the_cluster(live: Live, tmp_path: 
              "the Deployment's pods to come back to gpu-1")
     assert running_on(live, VK) == []
     assert not set(on_vk) & set(live.pods())  # the evicted pods are gone, new ones replaced them
-    assert sorted(o.pod for o in ctl.outcomes) == on_vk
+    assert sorted(o.pod for o in ctl.outcomes) == on_vk  # each once, none a 404 retry
     assert {(o.node, o.plugin, o.result) for o in ctl.outcomes} == {
         (VK, "RemovePodsViolatingNodeTaints", "evicted")}
     # Upstream's event on each evicted pod.
@@ -118,6 +118,22 @@ def test_api_429_skips_the_pod_and_is_not_retried(live: Live, tmp_path: Path) ->
     assert 'descheduler_pods_evicted{namespace="default",node="virtual-kubelet",' \
            'profile="spill-return",result="error",' \
            'strategy="RemovePodsViolatingNodeTaints"} 2.0' in text
+
+
+def test_a_pass_right_after_evictions_does_not_evict_again(live: Live,
+                                                          tmp_path: Path) -> None:
+    on_vk = spilled(live, tmp_path)
+    ctl = descheduler(live, tmp_path, interval=3600)
+    wait_for(lambda: ctl.passes == 1, "the first pass (nothing to evict)")
+    live.kubectl("taint", "nodes", VK, f"{LOW}=true:NoSchedule")
+    wait_for(lambda: LOW in json.dumps(ctl.cache.get("Node", VK)), "the cache to see the taint")
+    first = ctl.apply(ctl.plan().evictions)
+    assert sorted(o.pod for o in first) == on_vk and {o.result for o in first} == {"evicted"}
+    # Whether or not the watch has reported the deletions yet, the evicted pods are not judged
+    # again (the replacements avoid the tainted node).
+    assert ctl.plan().evictions == []
+    wait_for(lambda: len(running_on(live, "gpu-1", "llm")) == 2, "the replacements")
+    assert ctl.plan().evictions == []
 
 
 def test_dry_run_writes_nothing(live: Live, tmp_path: Path) -> None:

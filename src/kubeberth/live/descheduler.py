@@ -40,7 +40,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Namespace, Node, Pod, PodDisruptionBudget, PriorityClass
 from kubeberth.config.descheduler import DeschedulerPolicy
 from kubeberth.config.manifests import Manifests
-from kubeberth.live.cache import ObjectCache, decode, document
+from kubeberth.live.cache import ObjectCache, decode, document, key_of
 from kubeberth.live.events import EventRecorder
 from kubeberth.live.leader import LeaderElector
 from kubeberth.plugins.deschedule import build_descheduler
@@ -176,6 +176,9 @@ class LiveDescheduler:
         self.cache = ObjectCache(client, DESCHEDULER_RESOURCES, stop=self.stop,
                                  watch_timeout=watch_timeout)
         self.outcomes: list[Outcome] = []
+        # Pods this controller evicted (key -> uid) that the cache may still show until the
+        # watch reports the deletion: later passes leave them out, so none is evicted twice.
+        self._evicted: dict[str, str] = {}
         self.passes = 0
         self.alive_at = clock()
         self._started = False
@@ -235,8 +238,11 @@ class LiveDescheduler:
     # ---- one pass --------------------------------------------------------------------------
     def plan(self) -> PassResult:
         """One pass of the policy over the caches as they are now (writes nothing)."""
-        snap = snapshot_of(self.cache.snapshot(), self.wall())
-        return self.descheduler.run_pass(snap)
+        objects = self.cache.snapshot()
+        uids = {key_of(p): p["metadata"].get("uid", "") for p in objects["Pod"]}
+        self._evicted = {k: u for k, u in self._evicted.items() if uids.get(k) == u}
+        objects["Pod"] = [p for p in objects["Pod"] if key_of(p) not in self._evicted]
+        return self.descheduler.run_pass(snapshot_of(objects, self.wall()))
 
     def run_once(self) -> list[Outcome]:
         started = time.perf_counter()
@@ -306,9 +312,10 @@ class LiveDescheduler:
             log.warning("eviction of %s from %s failed: %s", d.pod, d.node, err)
             return Outcome(d.pod, d.node, d.plugin, "error", str(err))
         log.info("evicted %s from %s (%s: %s)", d.pod, d.node, d.plugin, d.reason)
+        pod = self.cache.get("Pod", d.pod) or {}
+        uid = str((pod.get("metadata") or {}).get("uid") or "")
+        self._evicted[d.pod] = uid
         if self.recorder is not None:
-            pod = self.cache.get("Pod", d.pod) or {}
-            uid = str((pod.get("metadata") or {}).get("uid") or "")
             # Upstream: type Normal, reason = the strategy, "pod evicted from <node> node by
             # sigs.k8s.io/descheduler".
             self.recorder.pod_event(COMPONENT, ns, name, uid, "Normal", d.plugin,
