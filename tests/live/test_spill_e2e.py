@@ -83,17 +83,19 @@ def test_a_short_spike_does_not_flip(live: Live, tmp_path: Path) -> None:
     prom = FakePrometheus()
     try:
         live.serve(write(tmp_path / "cluster.yaml", gpu_node("gpu-1", 4) + vk_node()))
-        ctl = spill_controller(live, spill_config(tmp_path, stabilization=2.0),
+        ctl = spill_controller(live, spill_config(tmp_path, stabilization=3.0),
                                prometheus=prom.url)
         wait_for(lambda: len(ctl.ticks) >= 3, "three ticks")
         prom.value = 10
         n = len(ctl.ticks)
-        wait_for(lambda: len(ctl.ticks) >= n + 3, "the spike")
+        wait_for(lambda: len(ctl.ticks) >= n + 2, "the spike")
         prom.value = 0
         wait_for(lambda: any(t.average is not None and t.average < 2
-                             for t in ctl.ticks[n + 3:]), "the average to drop")
+                             for t in ctl.ticks[n + 2:]), "the average to drop")
+        spike = [t for t in ctl.ticks if t.average is not None and t.average > 2]
+        assert spike[-1].at - spike[0].at < 3.0  # the spike was shorter than the duration
         n = len(ctl.ticks)
-        wait_for(lambda: len(ctl.ticks) >= n + 12, "the streak's duration to pass")
+        wait_for(lambda: len(ctl.ticks) >= n + 16, "the streak's duration to pass")
         assert any(t.average is not None and t.average > 2 for t in ctl.ticks)
         assert ctl.flips == [] and LOW not in node_taints(live, VK)
     finally:
