@@ -63,7 +63,6 @@ class ObjectCache:
                  stop: threading.Event, watch_timeout: int = 300) -> None:
         self._lock = threading.Lock()
         self._objects: dict[str, dict[str, Obj]] = {kind: {} for kind in resources}
-        self.generation = 0
         self.informers = [Informer(client, kind, res, self._sink, stop=stop,
                                    watch_timeout=watch_timeout)
                           for kind, res in resources.items()]
@@ -95,9 +94,7 @@ class ObjectCache:
                 objects[key_of(data)] = data
             elif type_ == "DELETED":
                 objects.pop(key_of(data), None)
-            else:
-                return  # BOOKMARK: nothing changes
-            self.generation += 1
+            # BOOKMARK: nothing changes
 
     def snapshot(self) -> dict[str, list[Obj]]:
         """Every kind's objects at one instant, sorted by namespace and name (the order the
