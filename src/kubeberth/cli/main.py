@@ -21,12 +21,14 @@ from kubeberth.cli.admission import admission_command
 from kubeberth.cli.admit import admit_command
 from kubeberth.cli.common import OutputFormat, err_console, scheduling_registry, user_errors
 from kubeberth.cli.deschedule import deschedule
+from kubeberth.cli.descheduler_live import descheduler_command
 from kubeberth.cli.extender import extender_command
 from kubeberth.cli.manifests import manifests_command
 from kubeberth.cli.report import report_app
 from kubeberth.cli.scheduler import scheduler_command
 from kubeberth.cli.serve import serve
 from kubeberth.cli.spill import SpillConfigOpt, spill_app, spill_config
+from kubeberth.cli.spill_controller import spill_controller_command
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.config.types import SchedulerConfiguration
@@ -206,6 +208,8 @@ app.command("serve")(serve)
 app.command("scheduler")(scheduler_command)
 app.command("manifests")(manifests_command)
 app.command("admission")(admission_command)
+app.command("descheduler")(descheduler_command)
+app.command("spill-controller")(spill_controller_command)
 
 
 def main() -> None:

@@ -1,0 +1,343 @@
+"""``kubeberth spill-controller``: the spill taint controller run against a Kubernetes API.
+
+Every ``intervalSeconds`` it takes one reading of free in-cluster GPUs, feeds it to the same
+pure policy the simulator ticks (:func:`kubeberth.plugins.spill.controller.step`: moving
+average, threshold, stabilization) and applies a flip by patching the virtual-kubelet node's
+``spec.taints`` (adding or removing ``vk.node.com/low-gpu-usage=true:NoSchedule``).
+
+The reading comes either from Prometheus (the production PromQL of
+:mod:`kubeberth.plugins.spill.promql`, one instant query per tick) or from the API itself:
+informer caches of nodes and pods, turned into a ClusterState holding only Running pods, read
+by the simulator's :class:`ClusterSignal` (the quantity the PromQL defines). A fault — Prometheus
+unreachable, an error answer, an empty vector, a stale sample, the API's watch down — holds the
+taint as it is, breaks the streak, is counted and shows in the staleness gauges; ``/readyz``
+stays up, since holding is the intended behaviour.
+
+State comes from the API alone: whether the taint is on is read from the node every tick, so a
+restarted controller (or a new leader) carries on from what the cluster says, and a taint
+someone else added or removed is taken as the current state. The patch is a JSON patch that
+tests the node's ``resourceVersion`` first, so a concurrent change is a conflict, re-read and
+retried, never overwritten.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
+import msgspec
+from lightkube import ApiError, Client
+from lightkube.resources.core_v1 import Node as KNode
+from lightkube.resources.core_v1 import Pod as KPod
+from lightkube.types import PatchType
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+from kubeberth.api.objects import Node, Pod
+from kubeberth.config.spill import SpillConfig
+from kubeberth.live.cache import ObjectCache, decode
+from kubeberth.live.leader import LeaderElector
+from kubeberth.plugins.spill.controller import ADD, ControllerState, Decision, step
+from kubeberth.plugins.spill.prometheus import PrometheusSignal
+from kubeberth.plugins.spill.promql import free_gpu_query
+from kubeberth.plugins.spill.signal import ClusterSignal, Reading
+from kubeberth.plugins.spill.vk import LOW_GPU_TAINT
+from kubeberth.state.cluster import ClusterState, make_pod_info
+
+log = logging.getLogger("kubeberth.spill")
+
+API_RESOURCES: dict[str, Any] = {"Node": KNode, "Pod": KPod}
+MAX_WAIT = 0.5
+PATCH_ATTEMPTS = 3
+
+
+class SpillMetrics:
+    """The simulator's controller series plus the live path's fault and staleness gauges."""
+
+    def __init__(self, threshold: float) -> None:
+        r = self.registry = CollectorRegistry(auto_describe=True)
+        self.flips = Counter("kubeberth_spill_taint_flips", "Taint changes on the VK node.",
+                             ["direction"], registry=r)
+        self.seconds = Counter("kubeberth_spill_state_seconds", "Seconds spent with the "
+                               "low-gpu-usage taint on or off.", ["state"], registry=r)
+        self.faults = Counter("kubeberth_spill_signal_faults", "Controller ticks whose signal "
+                              "was missing or stale.", registry=r)
+        self.patch_errors = Counter("kubeberth_spill_taint_update_errors", "Failed attempts to "
+                                    "patch the VK node's taints.", registry=r)
+        self.free = Gauge("kubeberth_spill_free_gpus", "Last free in-cluster GPU reading.",
+                          registry=r)
+        self.average = Gauge("kubeberth_spill_free_gpus_average", "Moving average of the "
+                             "free-GPU signal.", registry=r)
+        self.threshold = Gauge("kubeberth_spill_threshold", "The controller's threshold.",
+                               registry=r)
+        self.taint = Gauge("kubeberth_spill_taint", "1 while the low-gpu-usage taint is on.",
+                           registry=r)
+        self.stale = Gauge("kubeberth_spill_signal_stale", "1 while the last reading was a "
+                           "fault (the taint is held).", registry=r)
+        self.age = Gauge("kubeberth_spill_signal_age_seconds", "Seconds since the last good "
+                         "reading (since start when there was none).", registry=r)
+        self.threshold.set(threshold)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+@dataclass(slots=True, frozen=True)
+class Tick:
+    """One controller tick, for logs and tests."""
+
+    at: float  # wall time
+    value: float | None
+    average: float | None
+    tainted: bool  # after the tick
+    flip: str | None
+    fault: str = ""
+
+
+class ApiSignal:
+    """Free in-cluster GPUs computed from informer caches as the production query defines it:
+    only Running pods count (a bound pod still starting does not), read by ClusterSignal."""
+
+    def __init__(self, cache: ObjectCache, cfg: SpillConfig) -> None:
+        self.cache = cache
+        self.signal = ClusterSignal([cfg.virtual_node.name], cfg.controller.exclude_pods)
+
+    def read(self, now: float) -> Reading:
+        broken = self.cache.broken()
+        if broken:
+            return Reading(None, now, "signal from the API is stale: the watch of "
+                           + ", ".join(broken) + " is down")
+        objects = self.cache.snapshot()
+        state = ClusterState()
+        for obj in objects["Node"]:
+            node = decode(obj)
+            if isinstance(node, Node):
+                state.add_node(node)
+        for obj in objects["Pod"]:
+            pod = decode(obj)
+            if not isinstance(pod, Pod) or pod.status.phase != "Running" \
+                    or pod.spec.node_name not in state.node_index:
+                continue
+            if pod.spec.priority is None:
+                # The signal ignores priority; a class the cache does not know must not stop it.
+                pod = msgspec.structs.replace(
+                    pod, spec=msgspec.structs.replace(pod.spec, priority=0))
+            state.add_pod(make_pod_info(pod), state.node_index[pod.spec.node_name])
+        return self.signal.read(state, now)
+
+
+class LiveSpillController:
+    """Reads the signal every interval, steps the policy, patches the VK node's taints."""
+
+    def __init__(self, cfg: SpillConfig, client: Client, *, prometheus: str | None = None,
+                 dry_run: bool = False, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time, watch_timeout: int = 300,
+                 elector: LeaderElector | None = None) -> None:
+        self.cfg = cfg
+        self.args = cfg.controller
+        self.node_name = cfg.virtual_node.name
+        self.client = client
+        self.dry_run = dry_run
+        self.clock = clock
+        self.wall = wall
+        self.elector = elector
+        self.stop = threading.Event()
+        self.lost_leadership = False
+        self.metrics = SpillMetrics(self.args.threshold)
+        self.ticks: list[Tick] = []
+        self.flips: list[tuple[float, str]] = []
+        sig = self.args.signal
+        url = prometheus or (sig.url if sig.source == "prometheus" else "")
+        self.cache: ObjectCache | None = None
+        self.prometheus: PrometheusSignal | None = None
+        if url:
+            query = sig.query or free_gpu_query([self.node_name], self.args.exclude_pods)
+            self.prometheus = PrometheusSignal(url, query, sig.timeout_seconds)
+        else:
+            self.cache = ObjectCache(client, API_RESOURCES, stop=self.stop,
+                                     watch_timeout=watch_timeout)
+            self.api_signal = ApiSignal(self.cache, cfg)
+        self.state = ControllerState()
+        self.alive_at = clock()
+        self._started = False
+        self._last_good: float | None = None
+        self._last_tick: float | None = None
+        self._began = wall()
+
+    @property
+    def source(self) -> str:
+        return f"prometheus {self.prometheus.endpoint}" if self.prometheus else "the API"
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def ready(self) -> bool:
+        return self._started
+
+    def healthy(self) -> bool:
+        return not self.stop.is_set() and self.clock() - self.alive_at < 60 * MAX_WAIT
+
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.leading.is_set()
+
+    def _leadership_lost(self) -> None:
+        log.error("leader election lost: stopping")
+        self.lost_leadership = True
+        self.stop.set()
+
+    def run(self) -> None:
+        if self.cache is not None:
+            self.cache.start()
+        if self.elector is not None:
+            self.elector.on_lost = self._leadership_lost
+            self.elector.start()
+        next_tick: float | None = None
+        try:
+            while not self.stop.is_set():
+                self.alive_at = self.clock()
+                if self.cache is not None and not self.cache.synced():
+                    self.stop.wait(0.05)
+                    continue
+                if not self._started:
+                    self._started = True
+                    log.info("signal from %s; VK node %s", self.source, self.node_name)
+                if not self.leading():
+                    # A new leader starts its streaks afresh from the API's taint state.
+                    self.state = ControllerState()
+                    next_tick = None
+                    self.stop.wait(MAX_WAIT)
+                    continue
+                now = self.clock()
+                if next_tick is None or now >= next_tick:
+                    self.tick()
+                    next_tick = (now if next_tick is None else next_tick) \
+                        + self.args.interval_seconds
+                    if next_tick < now:  # a slow tick: do not try to catch up
+                        next_tick = now + self.args.interval_seconds
+                self.stop.wait(min(MAX_WAIT, max(0.0, next_tick - self.clock())))
+        finally:
+            self.stop.set()
+            if self.elector is not None:
+                self.elector.stop.set()
+                self.elector.thread.join(timeout=5)
+            if self.cache is not None:
+                self.cache.join()
+
+    # ---- one tick --------------------------------------------------------------------------
+    def read(self, now: float) -> Reading:
+        if self.prometheus is not None:
+            return self.prometheus.read(ClusterState(), now)
+        return self.api_signal.read(now)
+
+    def tick(self) -> Tick:
+        now = self.wall()
+        observed = self._observed_taint()
+        # The API is the truth; a dry run writes nothing, so after its first read it follows
+        # its own (unwritten) decisions.
+        if observed is not None and observed != self.state.tainted \
+                and not (self.dry_run and self.ticks):
+            if self.ticks:
+                log.info("the low-gpu-usage taint is %s on %s: changed outside the "
+                         "controller", "on" if observed else "off", self.node_name)
+            self.state = replace(self.state, tainted=observed)
+        reading = self.read(now)
+        if observed is None:
+            # The VK node is missing or unreadable: nothing to flip, and nothing trusted.
+            reading = Reading(None, now, reading.fault or
+                              f"cannot read the taints of node {self.node_name}")
+        decision = step(self.args, self.state, reading, now)
+        tainted_before = self.state.tainted
+        self.state = decision.state
+        if decision.flip is not None and not self._apply(decision):
+            # Not written: keep believing the API (the streak stays, so the next tick retries).
+            self.state = replace(decision.state, tainted=tainted_before)
+        self._account(now, reading, decision)
+        tick = Tick(now, reading.value if not decision.fault else None, decision.average,
+                    self.state.tainted, decision.flip if self.state.tainted != tainted_before
+                    else None, decision.fault)
+        self.ticks.append(tick)
+        return tick
+
+    def _observed_taint(self) -> bool | None:
+        """Whether the VK node carries the taint now (read from the API), None if unreadable."""
+        try:
+            node = self.client.get(KNode, self.node_name)
+        except ApiError as err:
+            log.warning("reading node %s: %s", self.node_name, err.status.message)
+            return None
+        except httpx.HTTPError as err:
+            log.warning("reading node %s: %s", self.node_name, err)
+            return None
+        taints = (node.spec.taints if node.spec else None) or []
+        return any(t.key == LOW_GPU_TAINT.key and t.effect == LOW_GPU_TAINT.effect
+                   for t in taints)
+
+    def _apply(self, decision: Decision) -> bool:
+        """Write the flip (a JSON patch guarded by the node's resourceVersion); True when the
+        node now says what the decision wants."""
+        want = decision.flip == ADD
+        verb = "add" if want else "remove"
+        taint = f"{LOW_GPU_TAINT.key}={LOW_GPU_TAINT.value}:{LOW_GPU_TAINT.effect}"
+        if self.dry_run:
+            log.info("dry-run: would %s %s on %s (average %.3g, threshold %g)", verb, taint,
+                     self.node_name, decision.average or 0.0, self.args.threshold)
+            return True
+        for _ in range(PATCH_ATTEMPTS):
+            try:
+                node = self.client.get(KNode, self.node_name)
+                current = [t.to_dict() for t in ((node.spec.taints if node.spec else None)
+                                                 or [])]
+                kept = [t for t in current if not (t.get("key") == LOW_GPU_TAINT.key
+                                                   and t.get("effect") == LOW_GPU_TAINT.effect)]
+                if want:
+                    kept.append({"key": LOW_GPU_TAINT.key, "value": LOW_GPU_TAINT.value,
+                                 "effect": LOW_GPU_TAINT.effect})
+                rv = node.metadata.resourceVersion if node.metadata else None
+                ops: list[dict[str, Any]] = [
+                    {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+                    {"op": "add", "path": "/spec/taints", "value": kept}]
+                self.client.patch(KNode, self.node_name, ops, patch_type=PatchType.JSON)
+            except ApiError as err:
+                self.metrics.patch_errors.inc()
+                if err.status.code in (409, 422):
+                    continue  # changed under us: read again
+                log.warning("patching node %s: %s", self.node_name, err.status.message)
+                return False
+            except httpx.HTTPError as err:
+                self.metrics.patch_errors.inc()
+                log.warning("patching node %s: %s", self.node_name, err)
+                return False
+            log.info("%s %s on %s (average %.3g, threshold %g, stable for %gs)",
+                     "added" if want else "removed", taint, self.node_name,
+                     decision.average or 0.0, self.args.threshold,
+                     self.args.stabilization_seconds)
+            return True
+        log.warning("patching node %s: the node kept changing; retrying next tick",
+                    self.node_name)
+        return False
+
+    def _account(self, now: float, reading: Reading, decision: Decision) -> None:
+        m = self.metrics
+        if self._last_tick is not None:
+            m.seconds.labels(state="tainted" if self.state.tainted else "untainted").inc(
+                max(0.0, now - self._last_tick))
+        self._last_tick = now
+        if decision.fault:
+            m.faults.inc()
+            m.stale.set(1)
+            log.warning("signal fault, holding the taint %s: %s",
+                        "on" if self.state.tainted else "off", decision.fault)
+        else:
+            m.stale.set(0)
+            self._last_good = now
+            if reading.value is not None:
+                m.free.set(reading.value)
+        m.age.set(now - (self._last_good if self._last_good is not None else self._began))
+        if decision.average is not None:
+            m.average.set(decision.average)
+        m.taint.set(1 if self.state.tainted else 0)
+        if decision.flip is not None and self.state.tainted == (decision.flip == ADD):
+            m.flips.labels(direction=decision.flip).inc()
+            self.flips.append((now, decision.flip))
