@@ -89,6 +89,9 @@ class Cluster:
         self.address = "127.0.0.1:0"
         # Opt in: which verbs each client used (tests check RBAC rules against it).
         self.audit = RequestAudit() if audit else None
+        # Fault injection: seconds every API request waits before it is served (tests set it
+        # at any time to show the controllers keep their guarantees on a slow API server).
+        self.latency = 0.0
 
     def load(self, manifests: Manifests) -> list[str]:
         """Create every object of ``manifests`` (namespaces they use included); return the
@@ -121,6 +124,8 @@ class Cluster:
             self.audit.record(client_identity(request.headers.get("Authorization"),
                                               request.headers.get("User-Agent")),
                               request.method, request.path, request.query)
+        if self.latency > 0 and request.path not in PUBLIC_PATHS:
+            await asyncio.sleep(self.latency)
         try:
             return await handler(request)
         except errors.ApiError as err:
