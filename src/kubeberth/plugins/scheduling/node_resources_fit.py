@@ -445,22 +445,25 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         np.greater_equal(snap.per_node(snap.pod_count, nodes), snap.per_node(snap.max_pods, nodes),
                          out=failed[0])
         allocs: list[tuple[IntArray, int]] = []
+        free = snap.free
         for j, (name, request) in enumerate(zip(s.names, s.requests, strict=True), start=1):
             c = snap.resources.get(name)
             if c is None or c >= width:
                 c, request = 0, _UNMEETABLE
-            alloc = snap.per_node(snap.allocatable[:, c], nodes)
-            np.less(snap.per_node(snap.free[:, c], nodes), request, out=failed[j])
-            allocs.append((alloc, request))
-        if not np.count_nonzero(failed):
+            np.less(snap.per_node(free[:, c], nodes), request, out=failed[j])
+            allocs.append((snap.per_node(snap.allocatable[:, c], nodes), request))
+        any_failed: BoolArray = np.logical_or.reduce(failed, axis=0)
+        if not np.count_nonzero(any_failed):
             return all_pass(n)
         # Codes now; the reason table only if someone reads it. A failed request larger than
         # the node's whole allocatable is unresolvable (a failure there is implied: the free
-        # amount never exceeds allocatable).
-        codes: CodeArray = np.asarray(failed.any(axis=0)).view(np.int8)
-        codes *= np.int8(Code.UNSCHEDULABLE)
+        # amount never exceeds allocatable), so the code is 2 per failed node plus 1 per
+        # unresolvable one.
+        unresolvable = np.zeros(n, dtype=np.bool_)
         for alloc, request in allocs:
-            codes[alloc < request] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            unresolvable |= alloc < request
+        codes: CodeArray = any_failed.view(np.int8) * np.int8(Code.UNSCHEDULABLE)
+        codes += unresolvable.view(np.int8)
         return FilterResult(codes, explain=lambda: self._reasons(s, failed))
 
     @staticmethod

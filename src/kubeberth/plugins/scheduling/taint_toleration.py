@@ -24,6 +24,7 @@ from kubeberth.api.selectors import tolerated
 from kubeberth.framework.cycle_state import CycleState
 from kubeberth.framework.handle import Handle
 from kubeberth.framework.interface import (
+    MAX_NODE_SCORE,
     ClusterEvent,
     EnqueueExtensions,
     FilterPlugin,
@@ -141,6 +142,10 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
 
     def normalize_score(self, state: CycleState, pod: PodInfo,
                         scores: IntArray) -> IntArray | None:
+        if not self._index.prefer:
+            # Score found no PreferNoSchedule taint anywhere: all zeros, which the reversed
+            # normalisation turns into the maximum everywhere.
+            return np.full(len(scores), MAX_NODE_SCORE, dtype=np.int64)
         return default_normalize_score(scores, reverse=True)
 
     def events_to_register(self) -> list[ClusterEvent]:
