@@ -399,7 +399,7 @@ class Framework:
             pos = failed.nonzero()[0] if batch is None else batch[failed]
             codes[pos] = res.codes[failed]
             first[pos] = k
-            if not record:
+            if batch is not None:
                 alive = batch[~failed]
         if alive is not None:
             out.passed = alive
