@@ -444,14 +444,14 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         failed = np.empty((1 + len(s.names), n), dtype=np.bool_)
         np.greater_equal(snap.per_node(snap.pod_count, nodes), snap.per_node(snap.max_pods, nodes),
                          out=failed[0])
-        allocs: list[tuple[IntArray, int]] = []
+        checks: list[tuple[int, int]] = []
         free = snap.free
         for j, (name, request) in enumerate(zip(s.names, s.requests, strict=True), start=1):
             c = snap.resources.get(name)
             if c is None or c >= width:
                 c, request = 0, _UNMEETABLE
             np.less(snap.per_node(free[:, c], nodes), request, out=failed[j])
-            allocs.append((snap.per_node(snap.allocatable[:, c], nodes), request))
+            checks.append((c, request))
         any_failed: BoolArray = np.logical_or.reduce(failed, axis=0)
         if not np.count_nonzero(any_failed):
             return all_pass(n)
@@ -460,8 +460,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # amount never exceeds allocatable), so the code is 2 per failed node plus 1 per
         # unresolvable one.
         unresolvable = np.zeros(n, dtype=np.bool_)
-        for alloc, request in allocs:
-            unresolvable |= alloc < request
+        for c, request in checks:
+            unresolvable |= snap.per_node(snap.allocatable[:, c], nodes) < request
         codes: CodeArray = any_failed.view(np.int8) * np.int8(Code.UNSCHEDULABLE)
         codes += unresolvable.view(np.int8)
         return FilterResult(codes, explain=lambda: self._reasons(s, failed))
