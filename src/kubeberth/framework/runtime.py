@@ -386,7 +386,7 @@ class Framework:
             if res.passes_all:
                 continue
             failed = res.codes != 0
-            if not np.count_nonzero(failed):
+            if not np.logical_or.reduce(failed):
                 continue
             if record:
                 failed &= codes == 0

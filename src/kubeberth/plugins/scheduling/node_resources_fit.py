@@ -264,7 +264,7 @@ def score_inputs(snap: ClusterState, nodes: IntArray, resources: Sequence[Resour
         index.append(j)
         rows.append(c)
         non_zero.append(name in (CPU, MEMORY) and not use_requested)
-    pod = np.array([[pod_requests[j]] for j in index], dtype=np.int64).reshape(len(index), 1)
+    pod = np.array([pod_requests[j] for j in index], dtype=np.int64).reshape(len(index), 1)
     if not index:
         empty = np.zeros((0, len(nodes)), dtype=np.int64)
         return ScoreInputs((), empty, empty, pod)
@@ -453,7 +453,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             np.less(snap.per_node(free[:, c], nodes), request, out=failed[j])
             checks.append((c, request))
         any_failed: BoolArray = np.logical_or.reduce(failed, axis=0)
-        if not np.count_nonzero(any_failed):
+        if not np.logical_or.reduce(any_failed):
             return all_pass(n)
         # Codes now; the reason table only if someone reads it. A failed request larger than
         # the node's whole allocatable is unresolvable (a failure there is implied: the free
