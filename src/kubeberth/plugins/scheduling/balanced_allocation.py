@@ -25,7 +25,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.framework.cycle_state import CycleState
 from kubeberth.framework.handle import Handle
 from kubeberth.framework.interface import MAX_NODE_SCORE, PreScorePlugin, ScorePlugin
-from kubeberth.framework.status import SUCCESS, Code, Status
+from kubeberth.framework.status import SKIP, SUCCESS, Status
 from kubeberth.plugins.scheduling.helper import (
     DEFAULT_RESOURCES,
     ResourceSpec,
@@ -151,7 +151,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         requests = pod_score_requests(pod, self.args.resources, use_requested=True)
         if not any(requests):
             # Best-effort pods would all pile onto one node (kubernetes issue #129138).
-            return Status(Code.SKIP)
+            return SKIP
         state.write(PRE_SCORE_KEY, PreScoreState(requests))
         return SUCCESS
 
