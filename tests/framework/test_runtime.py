@@ -188,3 +188,29 @@ def test_passing_verdicts_share_read_only_arrays() -> None:
     a, b = FilterResult.passing(3), FilterResult.passing(3)
     assert a.passes_all and a.codes is b.codes
     assert not a.codes.flags.writeable
+
+
+@pytest.mark.parametrize("names", [("NotZero", "EvenOnly"), ("EvenOnly", "NotZero"),
+                                   ("EvenOnly",), ("NotZero",), ()])
+def test_known_feasible_positions_match_the_codes(names: tuple[str, ...]) -> None:
+    snap = cluster(7)
+    fw = fw_for(profile(multiPoint=multi("Sort", "Binder", *names)), snap)
+    pi = make_pod_info(msgspec.convert({"metadata": {"name": "p"}}, Pod))
+    for nodes in (snap.node_ids(), np.array([5, 0, 2, 3], dtype=np.int64)):
+        out = fw.run_filters(CycleState(), pi, snap, nodes)
+        assert out.feasible_positions().tolist() == np.flatnonzero(out.codes == 0).tolist()
+
+
+def test_scores_sum_into_a_fresh_array_even_from_shared_ones() -> None:
+    snap = cluster(3)
+    fw = fw_for(profile(multiPoint=multi("Sort", "Binder", "Flat", "SlotScore",
+                                         weights={"Flat": 3})), snap)
+    pi = make_pod_info(msgspec.convert({"metadata": {"name": "p"}}, Pod))
+    out = fw.run_score(CycleState(), pi, snap, snap.node_ids(), record=True)
+    weighted = out.per_plugin["Flat"][2]
+    # The recorded weighted scores are not the running total the next plugin added to.
+    assert weighted is not out.totals
+    assert out.totals.tolist() == [w + s for w, s in zip(weighted.tolist(), [0, 50, 100],
+                                                         strict=True)]
+    plain = fw.run_score(CycleState(), pi, snap, snap.node_ids())
+    assert plain.totals.tolist() == out.totals.tolist()

@@ -216,3 +216,28 @@ def test_fast_path_decides_what_the_recorded_path_decides(nodes: int) -> None:
         runs.append(decisions)
     assert runs[0] == runs[1]
     assert any(d[0] == "assumed" for d in runs[0])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nominated_pods_count_in_the_whole_cluster_filter_pass(seed: int) -> None:
+    # Without "big" (nominated to the roomier n0, not yet bound) counted, n0 would win on
+    # LeastAllocated; counted, n0 has 1 cpu left and "mid" must go to n1. The small n2 fails
+    # Fit outright, so the filter pass knows its feasible positions before the nominated check.
+    snap = ClusterState()
+    snap.add_node(msgspec.convert(node_doc("n0", cpu="8"), Node))
+    snap.add_node(msgspec.convert(node_doc("n1", cpu="4"), Node))
+    snap.add_node(msgspec.convert(node_doc("n2", cpu="1"), Node))
+
+    def bind(_p: PodInfo, _n: str) -> Status:
+        return SUCCESS
+
+    sched = Scheduler(load_scheduler_config(None), in_tree_registry(), snap,
+                      clock=lambda: 0.0, seed=seed, binder=bind, evictor=lambda _v, _b: None)
+    big = make_pod_info(msgspec.convert({**pod_doc("big", cpu="7"),
+                                         "spec": {**pod_doc("big", cpu="7")["spec"],
+                                                  "priority": 100}}, Pod))
+    sched.handle.nominator.add(big, snap.node_index["n0"])
+    sched.next_start_node_index = seed % 3
+    sched.add(make_pod_info(msgspec.convert(pod_doc("mid", cpu="2"), Pod)))
+    res = sched.schedule_one()
+    assert res is not None and res.outcome == "assumed" and res.node == "n1"

@@ -386,6 +386,7 @@ def _mark(out: FilterOutcome, pos: int, k: int, code: Code, msg: str | None) -> 
     reasons = out.reasons_at(pos) if out.codes[pos] != 0 else ()
     if code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE or out.codes[pos] == 0:
         out.codes[pos] = int(code)
+        out.passed = None
     if out.first_plugin[pos] < 0:
         out.first_plugin[pos] = k
     out.overrides[pos] = reasons if msg is None else (*reasons, msg)

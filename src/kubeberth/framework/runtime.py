@@ -90,6 +90,16 @@ class FilterOutcome:
     overrides: dict[int, tuple[str, ...]] = field(default_factory=dict)
     # Only when recorded: plugin name -> its result over all ``nodes``.
     per_plugin: dict[str, FilterResult] = field(default_factory=dict)
+    # Positions whose code is 0, when the runner already knows them; None: not known. Whoever
+    # changes ``codes`` afterwards must reset it.
+    passed: IntArray | None = None
+
+    def feasible_positions(self) -> IntArray:
+        """Positions of the nodes every filter accepted, ascending."""
+        if self.passed is not None:
+            return self.passed
+        passed: IntArray = (self.codes == 0).nonzero()[0]
+        return passed
 
     @property
     def feasible(self) -> IntArray:
@@ -376,15 +386,23 @@ class Framework:
             if res.passes_all:
                 continue
             failed = res.codes != 0
-            if not np.count_nonzero(failed):
+            if not np.logical_or.reduce(failed):
                 continue
             if record:
                 failed &= codes == 0
+            elif batch is None:
+                # The first plugin to fail a node: every code so far is 0.
+                np.copyto(codes, res.codes)
+                first[failed] = k
+                alive = (~failed).nonzero()[0]
+                continue
             pos = failed.nonzero()[0] if batch is None else batch[failed]
             codes[pos] = res.codes[failed]
             first[pos] = k
-            if not record:
-                alive = (~failed).nonzero()[0] if batch is None else batch[~failed]
+            if batch is not None:
+                alive = batch[~failed]
+        if alive is not None:
+            out.passed = alive
         return out
 
     def run_filters_on_node(self, state: CycleState, pod: PodInfo, snap: ClusterState,
@@ -419,25 +437,34 @@ class Framework:
 
     def run_score(self, state: CycleState, pod: PodInfo, snap: ClusterState, nodes: IntArray,
                   *, record: bool = False) -> ScoreOutcome:
-        totals = np.zeros(len(nodes), dtype=np.int64)
-        out = ScoreOutcome(nodes, totals)
+        totals: IntArray | None = None
+        per_plugin: dict[str, tuple[IntArray, IntArray, IntArray]] = {}
+        skip = state.skip_score
         for p in self.score:
-            if p.name in state.skip_score:
+            name = p.name
+            if name in skip:
                 continue
             raw = np.asarray(p.score(state, pod, snap, nodes), dtype=np.int64)
             normalized = p.normalize_score(state, pod, raw)
             norm = raw if normalized is None else np.asarray(normalized, dtype=np.int64)
             # One pass checks both bounds: a negative score read as unsigned is huge.
-            if norm.size and int(np.maximum.reduce(norm.view(np.uint64))) > MAX_NODE_SCORE:
+            if len(norm) and int(np.maximum.reduce(norm.view(np.uint64))) > MAX_NODE_SCORE:
                 bad = int(norm.max() if norm.max() > MAX_NODE_SCORE else norm.min())
-                raise RuntimeError(f"plugin {p.name} returned score {bad} outside "
+                raise RuntimeError(f"plugin {name} returned score {bad} outside "
                                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]")
-            weight = self.score_weights[p.name]
+            weight = self.score_weights[name]
             weighted = norm if weight == 1 else norm * weight
-            totals += weighted
+            if totals is None:
+                # The sum starts as a copy unless ``weighted`` is a product nobody else holds
+                # (plugins may hand out shared read-only arrays; a recording keeps it).
+                totals = weighted.copy() if weighted is norm or record else weighted
+            else:
+                totals += weighted
             if record:
-                out.per_plugin[p.name] = (raw, norm, weighted)
-        return out
+                per_plugin[name] = (raw, norm, weighted)
+        if totals is None:
+            totals = np.zeros(len(nodes), dtype=np.int64)
+        return ScoreOutcome(nodes, totals, per_plugin)
 
     def run_reserve(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                     node: int) -> Status:

@@ -274,7 +274,7 @@ class Scheduler:
             # verdicts in rotated order decides exactly what upstream's early stop decides;
             # when the stop would come past half the nodes anyway, that is the cheaper way.
             out = self._check_nominated(fw, state, pod, fw.run_filters(state, pod, snap, nodes))
-            feasible_pos = (out.codes == 0).nonzero()[0]
+            feasible_pos = out.feasible_positions()
             if start:
                 split = int(np.searchsorted(feasible_pos, start))
                 feasible_pos = np.concatenate([feasible_pos[split:], feasible_pos[:split]])
@@ -313,6 +313,9 @@ class Scheduler:
             if len(feasible) == 0:
                 diag = self._diagnosis(out)
                 return self._unschedulable(fw, state, pod, diag, result, num_all)
+        # Read-only, so score plugins may share what they gather for these nodes
+        # (ClusterState.units) for the rest of the cycle.
+        feasible.flags.writeable = False
         if len(feasible) == 1 and not record:
             result.outcome = "assumed"
             result.node = snap.node_names[int(feasible[0])]
@@ -383,6 +386,7 @@ class Scheduler:
                 for p in extra:
                     snap.remove_pod(p)
             if not st.ok:
+                out.passed = None
                 out.codes[pos] = int(st.code)
                 k = out.plugin_names.index(st.plugin) if st.plugin in out.plugin_names else 0
                 out.first_plugin[pos] = k

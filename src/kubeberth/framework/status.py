@@ -65,6 +65,9 @@ class Status:
 
 
 SUCCESS = Status()
+# The verdict of a PreFilter or PreScore with nothing to do for a pod (statuses are immutable,
+# so one instance serves every cycle).
+SKIP = Status(Code.SKIP)
 
 
 def unschedulable(*reasons: str, resolvable: bool = True) -> Status:

@@ -5,6 +5,10 @@ nodes × resources for allocatable, one for requested and one for the non-zero r
 scoring, so Filter and Score become a handful of numpy operations over all nodes. Resource columns
 are discovered as manifests mention them (cpu, memory, ephemeral-storage and any extended
 resource); every quantity is an int64 in milli-units (see :mod:`kubeberth.api.quantity`).
+Derived matrices are kept alongside and updated by the same calls that change their sources, so
+they are never stale: the free amount (allocatable minus requested) that Filter compares, and
+the three matrices in upstream's units (millicores for cpu, whole units for everything else)
+that Score reads, so no plugin converts units per cycle.
 
 Node indices never change: a removed node is masked out (``present``), so index-keyed caches and
 traces stay valid and iteration order is the insertion order, which makes runs reproducible.
@@ -44,6 +48,12 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 _BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE)
+# The node × resource matrices, sources first, then those derived from them.
+_MATRICES = ("allocatable", "requested", "non_zero_requested", "free", "allocatable_units",
+             "requested_units", "non_zero_units")
+# What :meth:`ClusterState.units` reads for each kind.
+_UNIT_MATRICES = {"allocatable": "allocatable_units", "requested": "requested_units",
+                  "non_zero": "non_zero_units"}
 _INITIAL_NODES = 64
 # Real GPU servers have at most a few dozen devices; more is a pool (a virtual node).
 MAX_MODELLED_DEVICES = 64
@@ -134,6 +144,12 @@ class PodInfo:
         return self._req, self._nz
 
 
+def _unit_scales(names: list[str]) -> IntArray:
+    """Milli-units per upstream unit for each column: cpu is read in millicores, every other
+    resource in whole units (bytes, counts)."""
+    return np.array([1 if name == CPU else 1000 for name in names], dtype=np.int64)
+
+
 def resolve_priority(pod: Pod, classes: dict[str, PriorityClass]) -> int:
     """Priority as the Priority admission plugin sets it: explicit value, else the named class,
     else the global default class, else 0."""
@@ -188,6 +204,13 @@ class ClusterState:
         self.allocatable = np.zeros((cap, r), dtype=np.int64, order="F")
         self.requested = np.zeros((cap, r), dtype=np.int64, order="F")
         self.non_zero_requested = np.zeros((cap, r), dtype=np.int64, order="F")
+        # Derived, row by row, wherever a source row changes: allocatable - requested, and
+        # the three sources in upstream units (each column floor-divided by ``unit_scale``).
+        self.free = np.zeros((cap, r), dtype=np.int64, order="F")
+        self.allocatable_units = np.zeros((cap, r), dtype=np.int64, order="F")
+        self.requested_units = np.zeros((cap, r), dtype=np.int64, order="F")
+        self.non_zero_units = np.zeros((cap, r), dtype=np.int64, order="F")
+        self.unit_scale = _unit_scales(self.resources.names)
         self.pod_count = np.zeros(cap, dtype=np.int64)
         self.max_pods = np.zeros(cap, dtype=np.int64)
         self.unschedulable = np.zeros(cap, dtype=np.bool_)
@@ -209,6 +232,8 @@ class ClusterState:
         self._label_cache: dict[str, npt.NDArray[np.object_]] = {}
         self._taint_groups: tuple[IntArray, list[tuple[Taint, ...]]] | None = None
         self._node_ids: IntArray | None = None
+        self._units_memo: tuple[IntArray | None, int, int, dict[tuple[str, tuple[int, ...]],
+                                                                IntArray]] = (None, 0, 0, {})
 
     # ---- sizes and views -------------------------------------------------------------------
     @property
@@ -238,6 +263,35 @@ class ClusterState:
         gathered: IntArray = values.take(nodes, axis=0)
         return gathered
 
+    def units(self, kind: str, rows: tuple[int, ...], nodes: IntArray) -> IntArray:
+        """Resource columns ``rows`` of ``allocatable``, ``requested`` or ``non_zero`` (each
+        in upstream units) over ``nodes``, as a read-only rows × nodes array. Several score
+        plugins read the same columns in one cycle, so gathers are kept while the state
+        (``generation``, column count) is unchanged and the same read-only ``nodes`` array is
+        asked for; a writeable ``nodes`` could change under the memo and is gathered afresh."""
+        width = self.allocatable.shape[1]
+        if nodes.flags.writeable:
+            return self._gather_units(kind, rows, nodes)
+        memo = self._units_memo
+        if memo[0] is not nodes or memo[1] != self.generation or memo[2] != width:
+            memo = self._units_memo = (nodes, self.generation, width, {})
+        hit = memo[3].get((kind, rows))
+        if hit is None:
+            hit = memo[3][kind, rows] = self._gather_units(kind, rows, nodes)
+        return hit
+
+    def _gather_units(self, kind: str, rows: tuple[int, ...], nodes: IntArray) -> IntArray:
+        matrix = _UNIT_MATRICES[kind]
+        first = rows[0] if rows else 0
+        if rows == tuple(range(first, first + len(rows))):
+            source = getattr(self, matrix).T[first: first + len(rows)]
+        else:
+            source = getattr(self, matrix).T.take(rows, axis=0)
+        out: IntArray = source[:, : len(nodes)] if self.every_node(nodes) \
+            else source.take(nodes, axis=1)
+        out.flags.writeable = False
+        return out
+
     def col(self, resource: str) -> int:
         """Column of a resource, adding it (as a zero column) when first seen."""
         c = self.resources.get(resource)
@@ -248,19 +302,27 @@ class ClusterState:
 
     def _grow_columns(self) -> None:
         r = len(self.resources)
-        for attr in ("allocatable", "requested", "non_zero_requested"):
+        for attr in _MATRICES:
             arr: IntArray = getattr(self, attr)
             if arr.shape[1] < r:
                 grown = np.zeros((arr.shape[0], r), dtype=np.int64, order="F")
                 grown[:, : arr.shape[1]] = arr
                 setattr(self, attr, grown)
+        self.unit_scale = _unit_scales(self.resources.names)
+
+    def _derive_requested(self, node: int) -> None:
+        """Bring the derived matrices' row ``node`` up to date after its requests changed."""
+        scale = self.unit_scale
+        np.subtract(self.allocatable[node], self.requested[node], out=self.free[node])
+        np.floor_divide(self.requested[node], scale, out=self.requested_units[node])
+        np.floor_divide(self.non_zero_requested[node], scale, out=self.non_zero_units[node])
 
     def _grow_rows(self, need: int) -> None:
         cap = self.allocatable.shape[0]
         if need <= cap:
             return
         new_cap = max(need, cap * 2)
-        for attr in ("allocatable", "requested", "non_zero_requested"):
+        for attr in _MATRICES:
             arr = getattr(self, attr)
             grown = np.zeros((new_cap, arr.shape[1]), dtype=np.int64, order="F")
             grown[:cap] = arr
@@ -313,6 +375,8 @@ class ClusterState:
                 continue
             self.allocatable[idx, self.resources.get(name)] = v
         self.max_pods[idx] = alloc.get("pods", 110_000) // 1000
+        np.floor_divide(self.allocatable[idx], self.unit_scale, out=self.allocatable_units[idx])
+        self._derive_requested(idx)
         self.nodes[idx] = node
         self.labels[idx] = {**node.metadata.labels, "kubernetes.io/hostname":
                             node.metadata.labels.get("kubernetes.io/hostname",
@@ -392,6 +456,7 @@ class ClusterState:
         r = len(req)
         self.requested[node, :r] += req
         self.non_zero_requested[node, :r] += nz
+        self._derive_requested(node)
         self.pod_count[node] += 1
         self.pods_on_node[node][pi.key] = pi
         self.pods[pi.key] = pi
@@ -448,6 +513,7 @@ class ClusterState:
         r = len(req)
         self.requested[node, :r] -= req
         self.non_zero_requested[node, :r] -= nz
+        self._derive_requested(node)
         self.pod_count[node] -= 1
         del self.pods_on_node[node][pi.key]
         self.pods.pop(pi.key, None)

@@ -25,7 +25,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.framework.cycle_state import CycleState
 from kubeberth.framework.handle import Handle
 from kubeberth.framework.interface import MAX_NODE_SCORE, PreScorePlugin, ScorePlugin
-from kubeberth.framework.status import SUCCESS, Code, Status
+from kubeberth.framework.status import SKIP, SUCCESS, Status
 from kubeberth.plugins.scheduling.helper import (
     DEFAULT_RESOURCES,
     ResourceSpec,
@@ -125,13 +125,12 @@ _SCORE_OF_CHANGE = np.array(
 def _two_resource_balances(inputs: ScoreInputs) -> IntArray:
     """Balances without (row 0) and with (row 1) the pod when every candidate has both scored
     resources: upstream's two-fraction case, |f0 - f1| / 2, for both rows at once."""
-    n = len(inputs.used[0])
-    requested = np.empty((2, 2, n), dtype=np.int64)  # resource, without/with the pod, node
-    for i, (used, pod) in enumerate(zip(inputs.used, inputs.pod, strict=True)):
-        requested[i, 0] = used
-        np.add(used, pod, out=requested[i, 1])
+    used = inputs.used
+    requested = np.empty((2, 2, used.shape[1]), dtype=np.int64)  # resource, without/with, node
+    requested[:, 0] = used
+    np.add(used, inputs.pod, out=requested[:, 1])
     # float64(requested) / float64(allocatable), capped at 1, as upstream.
-    fractions = requested / np.stack(inputs.alloc)[:, None]
+    fractions = requested / inputs.alloc[:, None]
     np.minimum(fractions, 1.0, out=fractions)
     std: FloatArray = fractions[0] - fractions[1]
     np.abs(std, out=std)
@@ -152,7 +151,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         requests = pod_score_requests(pod, self.args.resources, use_requested=True)
         if not any(requests):
             # Best-effort pods would all pile onto one node (kubernetes issue #129138).
-            return Status(Code.SKIP)
+            return SKIP
         state.write(PRE_SCORE_KEY, PreScoreState(requests))
         return SUCCESS
 
@@ -166,7 +165,8 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         if len(inputs.index) == 2 and inputs.dense:
             balances = _two_resource_balances(inputs)
             change = balances[1] - balances[0]
-            return np.asarray(_SCORE_OF_CHANGE[change], dtype=np.int64)
+            scores: IntArray = _SCORE_OF_CHANGE.take(change)
+            return scores
         alloc, with_pod = inputs.matrices(len(nodes), len(resources))
         without_pod = with_pod - np.array(requests, dtype=np.int64)
         change = _HALF + balance(alloc, with_pod) - balance(alloc, without_pod)

@@ -33,7 +33,7 @@ from kubeberth.framework.interface import (
     PreFilterResult,
     ReservePlugin,
 )
-from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
+from kubeberth.framework.status import SKIP, SUCCESS, Code, FilterResult, Status
 from kubeberth.plugins.scheduling.gpu_common import DEVICE_CHOICE_KEY, DeviceChoice
 from kubeberth.plugins.scheduling.helper import all_pass, args_mapping, args_str, reject_unknown
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
@@ -74,7 +74,7 @@ class GpuDevices(PreFilterPlugin, FilterPlugin, ReservePlugin, EnqueueExtensions
                    snap: ClusterState) -> tuple[PreFilterResult | None, Status]:
         """Pods without GPUs skip the Filter."""
         if pod.gpu.count == 0:
-            return None, Status(Code.SKIP)
+            return None, SKIP
         return None, SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,

@@ -44,7 +44,7 @@ from kubeberth.framework.interface import (
     PreScorePlugin,
     ScorePlugin,
 )
-from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
+from kubeberth.framework.status import SKIP, SUCCESS, Code, FilterResult, Status
 from kubeberth.plugins.scheduling.pod_topology_spread import DomainIndex
 from kubeberth.state.cluster import BoolArray, ClusterState, IntArray, PodInfo
 
@@ -394,7 +394,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         required, anti = terms.required_affinity, terms.required_anti_affinity
         with_anti = self._index.with_required_anti_affinity(snap)
         if not with_anti and not required and not anti:
-            return None, Status(Code.SKIP)
+            return None, SKIP
         namespace, labels = pod.namespace, pod.labels
         ns_labels = _namespace_labels(snap)
         node_labels = snap.labels
@@ -404,7 +404,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
                 if t.matches(namespace, labels, ns_labels):
                     _bump(existing, t.topology_key, node_labels[pi.node], 1)
         if not existing and not required and not anti:
-            return None, Status(Code.SKIP)
+            return None, SKIP
         affinity: Counts = {}
         anti_affinity: Counts = {}
         if required or anti:
@@ -505,10 +505,10 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         preferred, preferred_anti = terms.preferred_affinity, terms.preferred_anti_affinity
         has_constraints = bool(preferred or preferred_anti)
         if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
-            return Status(Code.SKIP)
+            return SKIP
         entries = self._index.entries(snap)
         if not has_constraints and not entries:
-            return Status(Code.SKIP)  # nothing could add to the score map
+            return SKIP  # nothing could add to the score map
         namespace, labels = pod.namespace, pod.labels
         ns_labels = _namespace_labels(snap)
         node_labels = snap.labels
@@ -546,7 +546,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
                 if t.matches(namespace, labels, ns_labels):
                     matched |= _add_score(score, t.topology_key, on_node, -t.weight)
         if not matched:
-            return Status(Code.SKIP)
+            return SKIP
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(score))
         return SUCCESS
 

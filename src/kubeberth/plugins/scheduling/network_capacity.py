@@ -37,7 +37,7 @@ from kubeberth.framework.interface import (
     PreFilterResult,
     ReservePlugin,
 )
-from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
+from kubeberth.framework.status import SKIP, SUCCESS, Code, FilterResult, Status
 from kubeberth.plugins.scheduling.helper import all_pass, args_mapping, args_str, reject_unknown
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
@@ -90,7 +90,7 @@ class NetworkCapacity(PreFilterPlugin, FilterPlugin, ReservePlugin, EnqueueExten
                    snap: ClusterState) -> tuple[PreFilterResult | None, Status]:
         """Pods that need no network slot skip the Filter."""
         if slots_of(pod.pod) == 0:
-            return None, Status(Code.SKIP)
+            return None, SKIP
         return None, SUCCESS
 
     def _refresh(self, snap: ClusterState, nodes: IntArray) -> None:

@@ -46,7 +46,7 @@ from kubeberth.framework.interface import (
     PreScorePlugin,
     ScorePlugin,
 )
-from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
+from kubeberth.framework.status import SKIP, SUCCESS, Code, FilterResult, Status
 from kubeberth.plugins.scheduling.helper import (
     args_mapping,
     default_normalize_score,
@@ -340,7 +340,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin,
                    snap: ClusterState) -> tuple[PreFilterResult | None, Status]:
         required = _pod_required(pod)
         if required is None and self._added_required is None and not pod.pod.spec.node_selector:
-            return None, Status(Code.SKIP)
+            return None, SKIP
         state.write(PRE_FILTER_KEY, required_node_affinity(pod))
         if required is None or not required.node_selector_terms:
             return None, SUCCESS
@@ -373,7 +373,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin,
                   nodes: IntArray) -> Status:
         preferred = self._pod_preferred(pod)
         if preferred is None and self._added_preferred is None:
-            return Status(Code.SKIP)
+            return SKIP
         state.write(PRE_SCORE_KEY, PreScoreState(preferred or CompiledPreferred(())))
         return SUCCESS
 

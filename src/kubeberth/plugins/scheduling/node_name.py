@@ -24,7 +24,7 @@ from kubeberth.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
 )
-from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
+from kubeberth.framework.status import SKIP, SUCCESS, Code, FilterResult, Status
 from kubeberth.plugins.scheduling.helper import all_pass
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
@@ -39,7 +39,7 @@ class NodeName(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
                    snap: ClusterState) -> tuple[PreFilterResult | None, Status]:
         wanted = pod.pod.spec.node_name
         if not wanted:
-            return None, Status(Code.SKIP)
+            return None, SKIP
         return PreFilterResult({wanted}), SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,

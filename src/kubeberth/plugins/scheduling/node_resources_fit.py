@@ -213,29 +213,30 @@ def pod_score_requests(pod: PodInfo, resources: Sequence[ResourceSpec],
 @dataclass(frozen=True, slots=True)
 class ScoreInputs:
     """The resources upstream ``calculateResourceAllocatableRequest`` would score for this pod,
-    in upstream units, one array over the candidate nodes per resource: their positions in the
-    plugin's resource list, the nodes' allocatable (read-only), what the nodes' pods request
-    (without this pod; fresh arrays the scorers may change) and the pod's own requests."""
+    in upstream units, over the candidate nodes: their positions in the plugin's resource list,
+    the nodes' allocatable and what the nodes' pods request without this pod (scored resources
+    × nodes, read-only) and the pod's own requests (a column, so it broadcasts)."""
 
     index: tuple[int, ...]
-    alloc: list[IntArray]
-    used: list[IntArray]
-    pod: tuple[int, ...]
+    alloc: IntArray
+    used: IntArray
+    pod: IntArray
 
     @property
     def dense(self) -> bool:
         """Whether every candidate has every scored resource (non-zero allocatable), so no
         per-node skipping is needed: the scorers then drop their masks."""
-        return bool(self.index) and all(np.count_nonzero(a) == len(a) for a in self.alloc)
+        return bool(self.index) and int(np.count_nonzero(self.alloc)) == self.alloc.size
 
     def matrices(self, n: int, num_resources: int) -> tuple[IntArray, IntArray]:
         """Nodes × resources matrices of allocatable (0 where a resource is not scored) and of
         requests with the pod, the form the masked scorers take."""
         alloc = np.zeros((n, num_resources), dtype=np.int64)
         requested = np.zeros((n, num_resources), dtype=np.int64)
-        for j, a, u, p in zip(self.index, self.alloc, self.used, self.pod, strict=True):
-            alloc[:, j] = a
-            requested[:, j] = u + p
+        if self.index:
+            index = list(self.index)
+            alloc[:, index] = self.alloc.T
+            requested[:, index] = (self.used + self.pod).T
         return alloc, requested
 
 
@@ -244,12 +245,14 @@ def score_inputs(snap: ClusterState, nodes: IntArray, resources: Sequence[Resour
     """Gather what the scorers read. Left out are the resources whose allocatable upstream reads
     as 0 on every node: a scalar resource the pod does not request, a resource upstream does
     not score (``pods``, unprefixed names) and a resource no node has. A node lacking a scored
-    resource has allocatable 0 there, which the masked scorers skip per node. The matrices are
-    column-major, so each resource is one contiguous gather."""
+    resource has allocatable 0 there, which the masked scorers skip per node. The columns come
+    from :meth:`ClusterState.units`, already in upstream units and gathered once per cycle for
+    every score plugin that reads them."""
     width = snap.allocatable.shape[1]
     index: list[int] = []
-    alloc: list[IntArray] = []
-    used: list[IntArray] = []
+    rows: list[int] = []
+    # Upstream scores cpu and memory by their non-zero requests unless told otherwise.
+    non_zero: list[bool] = []
     for j, res in enumerate(resources):
         name = res.name
         scalar = is_scalar_resource(name)
@@ -258,19 +261,22 @@ def score_inputs(snap: ClusterState, nodes: IntArray, resources: Sequence[Resour
         c = snap.resources.get(name)
         if c is None or c >= width:
             continue
-        matrix = snap.non_zero_requested if name in (CPU, MEMORY) and not use_requested \
-            else snap.requested
-        a = snap.per_node(snap.allocatable[:, c], nodes)
-        u = snap.per_node(matrix[:, c], nodes)
         index.append(j)
-        scale = _scale(name)
-        if scale == 1:
-            alloc.append(a)
-            used.append(u.copy() if snap.every_node(nodes) else u)
-        else:
-            alloc.append(a // scale)
-            used.append(u // scale)
-    return ScoreInputs(tuple(index), alloc, used, tuple(pod_requests[j] for j in index))
+        rows.append(c)
+        non_zero.append(name in (CPU, MEMORY) and not use_requested)
+    pod = np.array([pod_requests[j] for j in index], dtype=np.int64).reshape(len(index), 1)
+    if not index:
+        empty = np.zeros((0, len(nodes)), dtype=np.int64)
+        return ScoreInputs((), empty, empty, pod)
+    alloc = snap.units("allocatable", tuple(rows), nodes)
+    if all(non_zero):
+        used = snap.units("non_zero", tuple(rows), nodes)
+    elif not any(non_zero):
+        used = snap.units("requested", tuple(rows), nodes)
+    else:
+        used = np.concatenate([snap.units("non_zero" if nz else "requested", (c,), nodes)
+                               for c, nz in zip(rows, non_zero, strict=True)])
+    return ScoreInputs(tuple(index), alloc, used, pod)
 
 
 def _weighted(scores: IntArray, include: BoolArray, weights: IntArray) -> tuple[IntArray, IntArray]:
@@ -313,30 +319,25 @@ def requested_to_capacity_ratio(alloc: IntArray, requested: IntArray, weights: I
 
 def _dense_share(inputs: ScoreInputs, weights: IntArray, most: bool) -> IntArray:
     """Least/MostAllocated when every candidate has every scored resource: the masked scorers'
-    integer formulas one resource at a time, with a constant weight sum."""
-    equal = len({int(weights[j]) for j in inputs.index}) == 1
-    weight_sum = 0
-    shares: list[IntArray] = []
-    for j, alloc, per, pod in zip(inputs.index, inputs.alloc, inputs.used, inputs.pod,
-                                  strict=True):
-        per += pod
-        if most:
-            np.minimum(per, alloc, out=per)
-        else:
-            # Over-committed scores 0: clipping the free amount at 0 gives exactly that.
-            np.subtract(alloc, per, out=per)
-            np.maximum(per, 0, out=per)
-        per *= MAX_NODE_SCORE
-        per //= alloc
-        # With equal weights sum(s * w) / (k * w) is sum(s) / k: they cancel exactly.
-        weight = 1 if equal else int(weights[j])
-        if weight != 1:
-            per *= weight
-        shares.append(per)
-        weight_sum += weight
-    total = shares[0]
-    for per in shares[1:]:
-        total += per
+    integer formulas for all scored resources at once, with a constant weight sum."""
+    w = weights.take(inputs.index)
+    # With equal weights sum(s * w) / (k * w) is sum(s) / k: they cancel exactly.
+    equal = bool(np.count_nonzero(w == w[0]) == len(w))
+    per = inputs.used + inputs.pod
+    if most:
+        np.minimum(per, inputs.alloc, out=per)
+    else:
+        # Over-committed scores 0: clipping the free amount at 0 gives exactly that.
+        np.subtract(inputs.alloc, per, out=per)
+        np.maximum(per, 0, out=per)
+    per *= MAX_NODE_SCORE
+    per //= inputs.alloc
+    if equal:
+        weight_sum = len(w)
+    else:
+        per *= w.reshape(len(w), 1)
+        weight_sum = int(w.sum())
+    total: IntArray = per[0] if len(per) == 1 else np.add.reduce(per, axis=0)
     if weight_sum != 1:
         total //= weight_sum
     return total
@@ -443,23 +444,26 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         failed = np.empty((1 + len(s.names), n), dtype=np.bool_)
         np.greater_equal(snap.per_node(snap.pod_count, nodes), snap.per_node(snap.max_pods, nodes),
                          out=failed[0])
-        allocs: list[tuple[IntArray, int]] = []
+        checks: list[tuple[int, int]] = []
+        free = snap.free
         for j, (name, request) in enumerate(zip(s.names, s.requests, strict=True), start=1):
             c = snap.resources.get(name)
             if c is None or c >= width:
                 c, request = 0, _UNMEETABLE
-            alloc = snap.per_node(snap.allocatable[:, c], nodes)
-            np.less(alloc - snap.per_node(snap.requested[:, c], nodes), request, out=failed[j])
-            allocs.append((alloc, request))
-        if not np.count_nonzero(failed):
+            np.less(snap.per_node(free[:, c], nodes), request, out=failed[j])
+            checks.append((c, request))
+        any_failed: BoolArray = np.logical_or.reduce(failed, axis=0)
+        if not np.logical_or.reduce(any_failed):
             return all_pass(n)
         # Codes now; the reason table only if someone reads it. A failed request larger than
         # the node's whole allocatable is unresolvable (a failure there is implied: the free
-        # amount never exceeds allocatable).
-        codes: CodeArray = np.asarray(failed.any(axis=0)).view(np.int8)
-        codes *= np.int8(Code.UNSCHEDULABLE)
-        for alloc, request in allocs:
-            codes[alloc < request] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        # amount never exceeds allocatable), so the code is 2 per failed node plus 1 per
+        # unresolvable one.
+        unresolvable = np.zeros(n, dtype=np.bool_)
+        for c, request in checks:
+            unresolvable |= snap.per_node(snap.allocatable[:, c], nodes) < request
+        codes: CodeArray = any_failed.view(np.int8) * np.int8(Code.UNSCHEDULABLE)
+        codes += unresolvable.view(np.int8)
         return FilterResult(codes, explain=lambda: self._reasons(s, failed))
 
     @staticmethod

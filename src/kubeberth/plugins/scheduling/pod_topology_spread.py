@@ -46,7 +46,7 @@ from kubeberth.framework.interface import (
     PreScorePlugin,
     ScorePlugin,
 )
-from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
+from kubeberth.framework.status import SKIP, SUCCESS, Code, FilterResult, Status
 from kubeberth.state.cluster import BoolArray, ClusterState, IntArray, PodInfo
 
 NAME = "PodTopologySpread"
@@ -531,7 +531,7 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
         try:
             constraints = self._constraints(pod.pod, DO_NOT_SCHEDULE)
             if not constraints:
-                return None, Status(Code.SKIP)
+                return None, SKIP
             n = snap.num_nodes
             doms = [self._domains.get(snap, c.key) for c in constraints]
             base = snap.present[:n].copy()
@@ -611,13 +611,13 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
     def pre_score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                   nodes: IntArray) -> Status:
         if len(snap.node_ids()) == 0:
-            return Status(Code.SKIP)
+            return SKIP
         n = snap.num_nodes
         present = snap.present[:n]
         try:
             constraints = self._constraints(pod.pod, SCHEDULE_ANYWAY)
             if not constraints:
-                return Status(Code.SKIP)
+                return SKIP
             doms = [self._domains.get(snap, c.key) for c in constraints]
             has_all = np.ones(n, dtype=np.bool_)
             for dom in doms:

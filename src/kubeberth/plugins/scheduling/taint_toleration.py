@@ -24,6 +24,7 @@ from kubeberth.api.selectors import tolerated
 from kubeberth.framework.cycle_state import CycleState
 from kubeberth.framework.handle import Handle
 from kubeberth.framework.interface import (
+    MAX_NODE_SCORE,
     ClusterEvent,
     EnqueueExtensions,
     FilterPlugin,
@@ -88,6 +89,22 @@ class _GroupIndex:
         self._groups = groups
 
 
+_MAX_SCORES: dict[int, IntArray] = {}
+_MAX_SCORES_LIMIT = 64
+
+
+def _max_scores(n: int) -> IntArray:
+    """``n`` maximum scores, a read-only array shared between cycles of the same size (its
+    content never changes, so sharing it cannot go stale)."""
+    hit = _MAX_SCORES.get(n)
+    if hit is None:
+        if len(_MAX_SCORES) >= _MAX_SCORES_LIMIT:
+            _MAX_SCORES.clear()
+        hit = _MAX_SCORES[n] = np.full(n, MAX_NODE_SCORE, dtype=np.int64)
+        hit.flags.writeable = False
+    return hit
+
+
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
     name = NAME
 
@@ -141,6 +158,10 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
 
     def normalize_score(self, state: CycleState, pod: PodInfo,
                         scores: IntArray) -> IntArray | None:
+        if not self._index.prefer:
+            # Score found no PreferNoSchedule taint anywhere: all zeros, which the reversed
+            # normalisation turns into the maximum everywhere.
+            return _max_scores(len(scores))
         return default_normalize_score(scores, reverse=True)
 
     def events_to_register(self) -> list[ClusterEvent]:
