@@ -78,7 +78,7 @@ def test_summary_table_matches_summary_json(run_dir: Path) -> None:
 
 def test_figures_show_the_series(run_dir: Path) -> None:
     alloc, pods, attempts, waits, disruptions = figures((run_dir / REPORT_FILE).read_text())
-    for label in ("cpu", "memory", "GPU (milli-GPU pool)", "requested / allocatable (%)"):
+    for label in ("cpu", "memory", "GPU", "allocated (%)"):
         assert label in alloc
     for label in ("running pods", "pending pods", "activeQ", "backoffQ", "unschedulable"):
         assert label in pods

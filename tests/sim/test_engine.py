@@ -155,3 +155,15 @@ def test_permit_timeout_releases_capacity_to_another_pod_and_run_ends() -> None:
     assert sim.result.unscheduled == ["default/a", "default/b"]  # type: ignore[attr-defined]
     assert m.pods["default/b"].attempts >= 2  # retried after a's reservation was released
     assert int(sim.snapshot.pod_count.sum()) <= 1
+
+
+def test_gpu_allocation_counts_devices_however_pods_ask() -> None:
+    """A manifest cluster with only nvidia.com/gpu (no milli-GPU pool): whole-GPU pods count."""
+    gpu_node = msgspec.convert({"metadata": {"name": "g"}, "status": {"allocatable": {
+        "cpu": "32", "memory": "64Gi", "nvidia.com/gpu": "4", "pods": "110"}}}, Node)
+    whole = msgspec.convert({"metadata": {"name": "w"}, "spec": {"containers": [{"resources": {
+        "limits": {"nvidia.com/gpu": "3"}}}]}}, Pod)
+    sim = run([gpu_node], [TracePod(whole, 0.0, 10.0)])
+    rows = sim.result.metrics.rows  # type: ignore[attr-defined]
+    assert max(r[3] for r in rows) == 75.0  # gpu_alloc_pct: 3 of 4 devices
+    assert rows[-1][3] == 0.0

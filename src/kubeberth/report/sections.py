@@ -26,7 +26,7 @@ from kubeberth.report.spill_timeline import spill_section
 SectionFn = Callable[[Run], Section | None]
 
 ALLOCATION = (("cpu_alloc_pct", "cpu"), ("memory_alloc_pct", "memory"),
-              ("gpu_alloc_pct", "GPU (milli-GPU pool)"))
+              ("gpu_alloc_pct", "GPU"))
 PENDING_COLUMNS = ("pending_active", "pending_backoff", "pending_unschedulable")
 # kube-scheduler's attempt result labels, in the order upstream's metric documents them.
 ATTEMPT_RESULTS = ("scheduled", "unschedulable", "error")
@@ -77,7 +77,7 @@ def allocation(run: Run) -> Section:
         for i, (col, label) in enumerate(ALLOCATION):
             ax.plot(x, run.series.num(col), label=label, color=colour(i), linewidth=1.2)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("requested / allocatable (%)")
+        ax.set_ylabel("allocated (%)")
         ax.set_ylim(bottom=0)
         ax.legend(loc="upper left")
         fig_block = svg_figure(fig, "CPU, memory and GPU allocation over time")

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kubeberth.api.resources import CPU, GPU_MILLI, MEMORY
-from kubeberth.state.cluster import ClusterState, PodInfo
+from kubeberth.api.gpu import MILLI_PER_GPU
+from kubeberth.api.resources import CPU, GPU, GPU_MILLI, MEMORY
+from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 from kubeberth.state.fragmentation import DEFAULT_POPULARITY, NodeStatsCache, TargetWorkload
 
 SERIES_COLUMNS = (
@@ -90,6 +91,7 @@ class Metrics:
 
         running = int(snap.pod_count[ids].sum())
         gpus = snap.gpus
+        gpu_pct = self._gpu_alloc_pct(snap, counted, alloc, req)
         total_gpu = int(gpus.count[ids].sum()) * 1000
         frag_pct = 0.0
         if self.frag is not None and total_gpu:
@@ -100,8 +102,30 @@ class Metrics:
             frag_pct = round(100.0 * weighted / self.frag.workload.total_weight / total_gpu, 4)
         whole = (gpus.count[ids] == 8) & (gpus.free[ids] == 1000).all(axis=1) \
             if gpus.width else np.zeros(len(ids), dtype=np.bool_)
-        return (pct(CPU), pct(MEMORY), pct(GPU_MILLI), running, frag_pct,
+        return (pct(CPU), pct(MEMORY), gpu_pct, running, frag_pct,
                 int(np.count_nonzero(whole)))
+
+    @staticmethod
+    def _gpu_alloc_pct(snap: ClusterState, counted: IntArray, alloc: IntArray,
+                       req: IntArray) -> float:
+        """Allocated share of the GPUs, from the devices (whole-GPU and share pods alike, however
+        the manifest asked); nodes whose GPUs are a pool count their milli-GPU requests."""
+        gpus = snap.gpus
+        pooled = np.isin(counted, list(snap.gpu_pooled)) if snap.gpu_pooled \
+            else np.zeros(len(counted), dtype=np.bool_)
+        devices = counted[~pooled]
+        total = int(gpus.count[devices].sum()) * MILLI_PER_GPU
+        used = total - int(gpus.free[devices].sum()) if gpus.width else 0
+        if pooled.any():
+            # A pool advertises nvidia.com/gpu and maybe the milli-GPU pool; a pod asks for
+            # either or both, so per node the larger of the two is what is taken.
+            rows = counted[pooled]
+            cols = np.array([c for c in (snap.resources.get(GPU), snap.resources.get(GPU_MILLI))
+                             if c is not None and c < len(alloc)], dtype=np.int64)
+            if len(cols):
+                total += int(snap.allocatable[np.ix_(rows, cols)].max(axis=1).sum())
+                used += int(snap.requested[np.ix_(rows, cols)].max(axis=1).sum())
+        return round(100.0 * used / total, 4) if total else 0.0
 
     def wait_percentiles(self) -> dict[str, float]:
         waits = np.array([r.wait for r in self.pods.values() if r.wait is not None],
