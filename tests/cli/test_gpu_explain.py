@@ -96,3 +96,16 @@ def test_bad_gpu_request_exits_2(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["explain", "-f", str(tmp_path / "m.yaml")])
     assert res.exit_code == 2
     assert "kubeberth.io/gpu-milli" in res.output
+
+
+def test_share_pods_fit_a_node_advertising_only_whole_gpus(tmp_path: Path) -> None:
+    node = NODE.replace(',\n                       kubeberth.io/gpu-milli: "2000"', "")
+    assert "gpu-milli" not in node
+    out = explain(tmp_path, node + share_pod("a", 700) + share_pod("b", 700)
+                  + share_pod("c", 300))
+    pods = {p["pod"]: p for p in out["pods"]}  # type: ignore[attr-defined]
+    assert pods["default/a"]["gpuDevices"] == [0]
+    assert pods["default/b"]["gpuDevices"] == [1]
+    assert pods["default/c"]["result"] == "Scheduled"
+    fit = pods["default/c"]["nodes"]["n1"]["filter"]
+    assert fit["NodeResourcesFit"]["code"] == "Success"

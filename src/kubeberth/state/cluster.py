@@ -36,6 +36,8 @@ from kubeberth.api.objects import (
 from kubeberth.api.resources import (
     CPU,
     EPHEMERAL_STORAGE,
+    GPU,
+    GPU_MILLI,
     MEMORY,
     node_allocatable,
     pod_non_zero_requests,
@@ -367,6 +369,10 @@ class ClusterState:
         return idx
 
     def _set_node(self, idx: int, node: Node, alloc: dict[str, int]) -> None:
+        if alloc.get(GPU) and GPU_MILLI not in alloc:
+            # The share pool of a node that advertises only whole GPUs: its devices can hold
+            # share pods (GpuDevices decides which), so NodeResourcesFit must not refuse them.
+            alloc = {**alloc, GPU_MILLI: alloc[GPU] * 1000}
         for name in alloc:
             self.col(name)
         self.allocatable[idx, :] = 0
