@@ -13,9 +13,12 @@ import datetime as dt
 from typing import Any
 
 from kubeberth.api.errors import InputError
+from kubeberth.api.objects import Pod
+from kubeberth.config.kueue import QUEUE_LABEL
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.types import SchedulerConfiguration
+from kubeberth.config.workloads import load_owners
 from kubeberth.framework.extender import ExtenderVerdicts
 from kubeberth.framework.registry import Registry
 from kubeberth.framework.scheduler import CycleResult, Scheduler
@@ -53,7 +56,53 @@ def build_state(manifests: Manifests) -> tuple[ClusterState, list[PodInfo]]:
         snap.objects.pod_created(pi)
         if not pod.spec.node_name:
             pending.append(pi)
+    for seq, pod in enumerate(owner_pods(manifests), start=len(manifests.pods)):
+        pi = make_pod_info(pod, snap.priority_classes, seq=seq)
+        snap.objects.pod_created(pi)
+        pending.append(pi)
     return snap, pending
+
+
+def owner_pods(manifests: Manifests) -> list[Pod]:
+    """The pods the manifests' Deployments, ReplicaSets and Jobs would create now, as their
+    controllers top up to the desired count: pods in the manifests that match an owner's
+    template labels in its namespace count as its own (a cluster dump keeps its pods), a
+    ReplicaSet whose controlling Deployment is in the manifests is left to it, and a suspended
+    Job — or one Kueue holds, labelled with a queue name — creates none."""
+    def key_of(meta: dict[str, Any]) -> tuple[str, str]:
+        return str(meta.get("namespace") or "default"), str(meta.get("name"))
+
+    deployments = {key_of(d.data.get("metadata") or {}) for d in manifests.of_kind("Deployment")}
+    managed: set[tuple[str, str]] = set()
+    suspended: set[tuple[str, str]] = set()
+    for doc in manifests.of_kind("ReplicaSet", "Job"):
+        meta = doc.data.get("metadata") or {}
+        key = key_of(meta)
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("controller") and ref.get("kind") == "Deployment" and \
+                    (key[0], str(ref.get("name"))) in deployments:
+                managed.add(key)
+        if doc.kind == "Job" and ((doc.data.get("spec") or {}).get("suspend")
+                                  or QUEUE_LABEL in (meta.get("labels") or {})):
+            suspended.add(key)
+    created: list[Pod] = []
+    for owner in load_owners(manifests):
+        key = (owner.namespace, owner.name)
+        if (owner.kind == "ReplicaSet" and key in managed) or key in suspended:
+            continue
+        labels = owner.template.metadata.labels.items()
+        mine = [p for p in manifests.pods if p.metadata.namespace == owner.namespace
+                and labels <= p.metadata.labels.items()]
+        active = sum(1 for p in mine if p.status.phase not in ("Succeeded", "Failed"))
+        if owner.kind == "Job":
+            want = owner.parallelism
+            if owner.completions is not None:
+                succeeded = sum(1 for p in mine if p.status.phase == "Succeeded")
+                want = min(want, max(0, owner.completions - succeeded))
+        else:
+            want = owner.replicas
+        created.extend(owner.new_pod() for _ in range(max(0, want - active)))
+    return created
 
 
 def _epoch_seconds(stamp: str, seq: int) -> float:
