@@ -289,17 +289,20 @@ class ConflictingClient(Client):
         return super().patch(res, name, obj, *args, **kwargs)
 
 
-def run_admission(live: Live, tmp_path: Path, token: str) -> None:
+def _admission(live: Live, tmp_path: Path, token: str, version: str | None) -> None:
     """Informers (every Kueue kind, namespaces, priority classes, queue-labelled Jobs and
     pods), leader election, Workloads created for a Job and a pod, their status, ClusterQueue
     and LocalQueue status written, the Job started and the pod ungated, then a higher-priority
     Job preempting both: the Job stopped, the pod deleted; Events; one 409 each on a Job, a
-    pod and a Workload status patch, so each is read back."""
+    pod and a Workload status patch, so each is read back. ``version``: the Kueue version read
+    (None: the served one the controller finds, v1beta1 here)."""
     live.serve(write(tmp_path / "cluster.yaml", node("a100-0", 4, 64, "{gpu: a100}")),
                audit=True)
     live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
     client = ConflictingClient(live, token)
-    ctl = LiveAdmission(client, elector=elector(live.client(token), "admission"))
+    ctl = LiveAdmission(client, elector=elector(live.client(token), "admission"),
+                        version=version)
+    assert ctl.version == (version or "v1beta1")
     start(live, ctl)
     wait_for(ctl.ready, "the admission controller's caches")
     live.kubectl("apply", "-f", str(write(tmp_path / "low.yaml", queued_job("low", 2)
@@ -320,6 +323,16 @@ def run_admission(live: Live, tmp_path: Path, token: str) -> None:
     assert ctl.recorder is not None and ctl.recorder.posted >= 3
 
 
+def run_admission(live: Live, tmp_path: Path, token: str) -> None:
+    _admission(live, tmp_path, token, None)
+
+
+def run_admission_v1beta2(live: Live, tmp_path: Path, token: str) -> None:
+    """The same through Kueue v1beta2 (Cohorts too): RBAC names the group, not the version,
+    so the rules are the same."""
+    _admission(live, tmp_path, token, "v1beta2")
+
+
 Scenario = Callable[[Live, Path, str], None]
 # Scenario id -> (controller, the spill controller's signal source, scenario).
 SCENARIOS: dict[str, tuple[str, str, Scenario]] = {
@@ -329,6 +342,7 @@ SCENARIOS: dict[str, tuple[str, str, Scenario]] = {
     "spill-controller-prometheus-signal": ("spill-controller", "prometheus",
                                            run_spill_prometheus),
     "admission": ("admission", "cluster", run_admission),
+    "admission-kueue-v1beta2": ("admission", "cluster", run_admission_v1beta2),
 }
 
 
