@@ -106,11 +106,12 @@ def running_on(live: Live, node: str, app: str = "") -> list[str]:
                   and (not app or p["metadata"].get("labels", {}).get("app") == app))
 
 
-def spilled(live: Live, tmp_path: Path, replicas: int = 2, history: int = 2000) -> list[str]:
+def spilled(live: Live, tmp_path: Path, replicas: int = 2, history: int = 2000,
+            audit: bool = False) -> list[str]:
     """A cordoned GPU node, the VK node and ``replicas`` pods the scheduler placed on VK; then
-    the GPU node is uncordoned. Returns the VK pods."""
+    the GPU node is uncordoned. Returns the VK pods. ``audit`` turns the request audit on."""
     live.serve(write(tmp_path / "cluster.yaml", gpu_node("gpu-1", 4, cordoned=True) + vk_node()),
-               history=history)
+               history=history, audit=audit)
     live.scheduler()
     live.kubectl("apply", "-f", str(write(tmp_path / "llm.yaml", deployment("llm", replicas))))
     wait_for(lambda: len(running_on(live, VK, "llm")) == replicas, "the pods to spill to VK")

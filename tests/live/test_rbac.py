@@ -7,11 +7,13 @@ would see it. Used ⊆ granted (the controller would not be refused anything on 
 and granted ⊆ used (it is granted nothing it does not need).
 
 To add a controller: write its scenario (start it with ``live.client(token)``, drive it until
-every API path it has was taken, stop it cleanly) and add one entry to ``SCENARIOS``.
+every API path it has was taken, stop it cleanly) and add one entry to ``SCENARIOS``. The spill
+controller has two entries, one per signal source, since its rules depend on the source.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -19,13 +21,34 @@ from typing import Any
 
 import pytest
 from lightkube import Client
+from lightkube.resources.batch_v1 import Job
+from lightkube.resources.core_v1 import Pod
+from lightkube.types import PatchType
 from tests.live.harness import Live, bound, node, pod, wait_for, write
+from tests.live.spillenv import (
+    LOW,
+    POLICY,
+    VK,
+    FakePrometheus,
+    bound_pod,
+    gpu_node,
+    node_taints,
+    pdb,
+    spill_config,
+    spilled,
+    start,
+    vk_node,
+)
 
 from kubeberth.apiserver.audit import Access
+from kubeberth.config.descheduler import load_descheduler_policy
 from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.live.deploy import RBAC
+from kubeberth.live.admission import KueueResources, LiveAdmission
+from kubeberth.live.deploy import rbac_rows
+from kubeberth.live.descheduler import LiveDescheduler
 from kubeberth.live.leader import LeaderElector
 from kubeberth.live.scheduler import LiveScheduler
+from kubeberth.live.spill import LiveSpillController
 from kubeberth.plugins.scheduling import in_tree_registry
 
 PRIORITIES = """\
@@ -94,17 +117,238 @@ def run_scheduler(live: Live, tmp_path: Path, token: str) -> None:
     assert ctl.recorder is not None and ctl.recorder.posted >= 3
 
 
+def elector(client: Client, controller: str) -> LeaderElector:
+    """A candidate with short periods, so the scenario sees acquire, renewals and release."""
+    return LeaderElector(client, f"kubeberth-{controller}", "kube-system", "rbac",
+                         lease_duration=1.0, renew_deadline=0.6, retry_period=0.05)
+
+
+def run_descheduler(live: Live, tmp_path: Path, token: str) -> None:
+    """Informers (nodes, pods, namespaces, priority classes, PDBs, Deployments, ReplicaSets,
+    Jobs), leader election, an eviction the API grants (and its Event) and one it refuses with
+    a 429 because a PodDisruptionBudget appeared after the pass."""
+    on_vk = spilled(live, tmp_path, audit=True)
+    client = live.client(token)
+    lease = elector(client, "descheduler")
+    policy = load_descheduler_policy(write(tmp_path / "policy.yaml", POLICY))
+    ctl = LiveDescheduler(policy, client, interval=3600, elector=lease)
+    start(live, ctl)
+    wait_for(lambda: ctl.passes == 1, "the first pass (nothing to evict)")
+    live.kubectl("taint", "nodes", VK, f"{LOW}=true:NoSchedule")
+    wait_for(lambda: LOW in json.dumps(ctl.cache.get("Node", VK)), "the cache to see the taint")
+    planned = ctl.plan().evictions
+    assert sorted(d.pod for d in planned) == on_vk
+    first = ctl.apply(planned[:1])
+    live.kubectl("apply", "-f", str(write(tmp_path / "pdb.yaml", pdb("llm", "llm", 3))))
+    second = ctl.apply(planned[1:])
+    assert [o.result for o in first + second] == ["evicted", "pdb"]
+    live.stop_controller(ctl)  # type: ignore[arg-type]  # flushes the Event, releases the Lease
+    assert ctl.recorder is not None and ctl.recorder.posted == 1
+
+
+BUSY = "".join(bound_pod(f"busy-{i}", "gpu-1") for i in range(4))
+
+
+def _spill(live: Live, tmp_path: Path, token: str, prometheus: FakePrometheus | None) -> None:
+    """The taint added (GPUs free up) and removed again (demand returns), each a node get and a
+    JSON patch, with leader election; with the API as signal source, informers of nodes and
+    pods feed the signal."""
+    live.serve(write(tmp_path / "cluster.yaml", gpu_node("gpu-1", 4) + vk_node() + BUSY),
+               audit=True)
+    cfg = spill_config(tmp_path, threshold=2, stabilization=0.5,
+                       url=prometheus.url if prometheus else "")
+    assert cfg.controller.signal.source == ("prometheus" if prometheus else "cluster")
+    ctl = LiveSpillController(cfg, live.client(token), elector=elector(live.client(token),
+                                                                       "spill-controller"))
+    start(live, ctl)
+    wait_for(ctl.ready, "the spill controller")
+    if prometheus is not None:
+        prometheus.value = 3
+    else:
+        for i in range(3):
+            live.kubectl("delete", "pod", f"busy-{i}")
+    wait_for(lambda: LOW in node_taints(live, VK), "the taint to be added", timeout=20)
+    if prometheus is not None:
+        prometheus.value = 0
+    else:
+        live.kubectl("apply", "-f", str(write(tmp_path / "more.yaml", "".join(
+            bound_pod(f"again-{i}", "gpu-1") for i in range(3)))))
+    wait_for(lambda: len(ctl.flips) == 2, "the taint to be removed", timeout=20)
+    assert [d for _, d in ctl.flips] == ["add", "remove"]
+    assert LOW not in node_taints(live, VK)
+    live.stop_controller(ctl)  # type: ignore[arg-type]
+
+
+def run_spill_api(live: Live, tmp_path: Path, token: str) -> None:
+    _spill(live, tmp_path, token, None)
+
+
+def run_spill_prometheus(live: Live, tmp_path: Path, token: str) -> None:
+    prometheus = FakePrometheus()
+    try:
+        _spill(live, tmp_path, token, prometheus)
+    finally:
+        prometheus.down()
+
+
+KUEUE = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: a100}
+spec:
+  nodeLabels: {gpu: a100}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority}
+  resourceGroups:
+  - coveredResources: [cpu, nvidia.com/gpu]
+    flavors:
+    - name: a100
+      resources:
+      - {name: cpu, nominalQuota: 64}
+      - {name: nvidia.com/gpu, nominalQuota: 4}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: team-a}
+spec: {clusterQueue: team-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 1000
+---
+"""
+
+
+def queued_job(name: str, gpus: int, priority: str = "") -> str:
+    prio = f", kueue.x-k8s.io/priority-class: {priority}" if priority else ""
+    return f"""apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  namespace: team-a
+  labels: {{kueue.x-k8s.io/queue-name: main{prio}}}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        image: busybox
+        resources: {{requests: {{cpu: "1", nvidia.com/gpu: "{gpus}"}}}}
+---
+"""
+
+
+def queued_pod(name: str, gpus: int) -> str:
+    return f"""apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: team-a
+  labels: {{kueue.x-k8s.io/queue-name: main}}
+spec:
+  containers:
+  - name: c
+    image: busybox
+    resources: {{requests: {{cpu: "1", nvidia.com/gpu: "{gpus}"}}}}
+---
+"""
+
+
+class ConflictingClient(Client):
+    """The first patch this client sends to a Job, a pod and a Workload's status each meets a
+    concurrent change (another client labels the object just before), so the controller takes
+    its 409 path: it reads the object back and patches again."""
+
+    def __init__(self, live: Live, token: str) -> None:
+        super().__init__(config=live.client(token).config)
+        self.other = live.client()
+        self.raced: list[str] = []
+
+    def patch(self, res: Any, name: str, obj: Any, *args: Any, **kwargs: Any) -> Any:
+        info = res._api_info
+        kind, action = info.resource.kind, info.action
+        targets: dict[tuple[str, str | None], Any] = {
+            ("Job", None): Job, ("Pod", None): Pod,
+            ("Workload", "status"): KueueResources.of(info.resource.version).by_kind["Workload"]}
+        target = targets.get((kind, action))
+        if target is not None and kind not in self.raced:
+            self.raced.append(kind)
+            self.other.patch(target, name, {"metadata": {"labels": {"raced": "yes"}}},
+                             namespace=kwargs.get("namespace"), patch_type=PatchType.MERGE)
+        return super().patch(res, name, obj, *args, **kwargs)
+
+
+def _admission(live: Live, tmp_path: Path, token: str, version: str | None) -> None:
+    """Informers (every Kueue kind, namespaces, priority classes, queue-labelled Jobs and
+    pods), leader election, Workloads created for a Job and a pod, their status, ClusterQueue
+    and LocalQueue status written, the Job started and the pod ungated, then a higher-priority
+    Job preempting both: the Job stopped, the pod deleted; Events; one 409 each on a Job, a
+    pod and a Workload status patch, so each is read back. ``version``: the Kueue version read
+    (None: the served one the controller finds, v1beta1 here)."""
+    live.serve(write(tmp_path / "cluster.yaml", node("a100-0", 4, 64, "{gpu: a100}")),
+               audit=True)
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
+    client = ConflictingClient(live, token)
+    ctl = LiveAdmission(client, elector=elector(live.client(token), "admission"),
+                        version=version)
+    assert ctl.version == (version or "v1beta1")
+    start(live, ctl)
+    wait_for(ctl.ready, "the admission controller's caches")
+    live.kubectl("apply", "-f", str(write(tmp_path / "low.yaml", queued_job("low", 2)
+                                          + queued_pod("solo", 2))))
+
+    def did(action: str, workload: str) -> bool:
+        return any(d.action == action and d.workload == workload for d in ctl.decisions)
+
+    wait_for(lambda: did("start", "team-a/job-low") and did("start", "team-a/pod-solo"),
+             "the Job started and the pod ungated")
+    live.kubectl("apply", "-f", str(write(tmp_path / "high.yaml",
+                                          queued_job("high", 4, "high"))))
+    wait_for(lambda: did("stop", "team-a/job-low"), "the low Job stopped")
+    wait_for(lambda: "team-a/solo" not in live.pods(), "the preempted pod deleted")
+    assert sorted(client.raced) == ["Job", "Pod", "Workload"]
+    assert ctl.conflicts >= 3
+    live.stop_controller(ctl)  # type: ignore[arg-type]  # flushes the Events
+    assert ctl.recorder is not None and ctl.recorder.posted >= 3
+
+
+def run_admission(live: Live, tmp_path: Path, token: str) -> None:
+    _admission(live, tmp_path, token, None)
+
+
+def run_admission_v1beta2(live: Live, tmp_path: Path, token: str) -> None:
+    """The same through Kueue v1beta2 (Cohorts too): RBAC names the group, not the version,
+    so the rules are the same."""
+    _admission(live, tmp_path, token, "v1beta2")
+
+
 Scenario = Callable[[Live, Path, str], None]
-# One entry per controller that exists; the lead adds descheduler, spill-controller and
-# admission here as they land.
-SCENARIOS: dict[str, Scenario] = {
-    "scheduler": run_scheduler,
+# Scenario id -> (controller, the spill controller's signal source, scenario).
+SCENARIOS: dict[str, tuple[str, str, Scenario]] = {
+    "scheduler": ("scheduler", "cluster", run_scheduler),
+    "descheduler": ("descheduler", "cluster", run_descheduler),
+    "spill-controller-api-signal": ("spill-controller", "cluster", run_spill_api),
+    "spill-controller-prometheus-signal": ("spill-controller", "prometheus",
+                                           run_spill_prometheus),
+    "admission": ("admission", "cluster", run_admission),
+    "admission-kueue-v1beta2": ("admission", "cluster", run_admission_v1beta2),
 }
 
 
-def granted(controller: str) -> set[Access]:
+def granted(controller: str, signal: str = "cluster") -> set[Access]:
     out = set()
-    for group, resource, verbs in RBAC[controller]:
+    for group, resource, verbs in rbac_rows(controller, signal):
         res, _, sub = resource.partition("/")
         out |= {Access(verb, group, res, sub) for verb in verbs}
     return out
@@ -114,15 +358,16 @@ def _show(accesses: set[Access]) -> list[str]:
     return [f"{a.verb} {a.api_group or 'core'}/{a.rbac_resource}" for a in sorted(accesses)]
 
 
-@pytest.mark.parametrize("controller", list(SCENARIOS))
-def test_rbac_rules_cover_exactly_the_verbs_used(controller: str, live: Live,
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_rbac_rules_cover_exactly_the_verbs_used(scenario: str, live: Live,
                                                  tmp_path: Path) -> None:
-    token = f"{controller}-token"
-    SCENARIOS[controller](live, tmp_path, token)
+    controller, signal, run = SCENARIOS[scenario]
+    token = f"{scenario}-token"
+    run(live, tmp_path, token)
     srv = live.server
     assert srv is not None and srv.cluster.audit is not None
     used = srv.cluster.audit.accesses(token)
-    allowed = granted(controller)
+    allowed = granted(controller, signal)
     assert not used - allowed, f"used but not granted: {_show(used - allowed)}"
     assert not allowed - used, f"granted but never used: {_show(allowed - used)}"
 

@@ -6,7 +6,8 @@ deployment namespace, a ConfigMap with its configuration file and a Deployment r
 matching ``kubeberth`` command with probes on ``/healthz`` and ``/readyz`` and the metrics port
 exposed. Least privilege per controller is why they do not share one account: the descheduler
 can evict but not bind, the scheduler can bind but not evict through the eviction API, the spill
-controller can patch nodes and nothing else.
+controller can patch nodes and write nothing else. The spill controller's rights follow its
+configured signal source: nodes and pods are listed only when the signal comes from the API.
 
 The output is deterministic (same options, same bytes), so it can be diffed and kept in Git.
 """
@@ -35,11 +36,9 @@ EVENTS = ("", "events", ("create",))
 
 # What each controller calls on the API, and so what it is granted; nothing more.
 # tests/live/test_rbac.py runs each controller against the embedded API server with a request
-# audit and asserts that used == granted, verb by verb. The scheduler's rows were read off
-# live/scheduler.py, informer.py (list + watch of SCHEDULER_RESOURCES), leader.py and events.py
-# and are checked by that test. The descheduler, spill-controller and admission rows are a
-# best estimate written before those controllers existed: they are to be checked (and
-# corrected) by adding each controller to that test.
+# audit, through every path that talks to the API, and asserts that used == granted, verb by
+# verb. RBAC names API groups, not versions: admission reads Kueue in whichever of v1beta1 and
+# v1beta2 the API serves (cohorts in v1alpha1 next to v1beta1), all under kueue.x-k8s.io.
 RBAC: dict[str, list[Rule]] = {
     "scheduler": [
         # Informer list + watch; get after a rejected binding (read the pod back); delete a
@@ -56,45 +55,72 @@ RBAC: dict[str, list[Rule]] = {
         EVENTS,
         LEASES,
     ],
-    "descheduler": [  # best estimate: to be checked by tests/live/test_rbac.py
-        ("", "pods", ("get", "list", "watch")),
+    "descheduler": [
+        # Informer caches only: a pass reads the snapshot, never a single object.
+        ("", "pods", ("list", "watch")),
         ("", "pods/eviction", ("create",)),
         ("", "nodes", ("list", "watch")),
         ("", "namespaces", ("list", "watch")),
         ("policy", "poddisruptionbudgets", ("list", "watch")),
         ("scheduling.k8s.io", "priorityclasses", ("list", "watch")),
-        # Owner checks (a pod's ReplicaSet, Deployment or Job).
-        ("apps", "replicasets", ("get", "list", "watch")),
-        ("apps", "deployments", ("get", "list", "watch")),
-        ("batch", "jobs", ("get", "list", "watch")),
+        # Owners, for the evictor's checks (a pod's ReplicaSet, Deployment or Job).
+        ("apps", "deployments", ("list", "watch")),
+        ("apps", "replicasets", ("list", "watch")),
+        ("batch", "jobs", ("list", "watch")),
         EVENTS,
         LEASES,
     ],
-    "spill-controller": [  # best estimate: to be checked by tests/live/test_rbac.py
-        # The virtual-kubelet node's taint is a node patch.
-        ("", "nodes", ("get", "list", "patch", "watch")),
-        ("", "pods", ("list", "watch")),
-        EVENTS,
+    "spill-controller": [
+        # Read the virtual-kubelet node's taints every tick; a flip is a JSON patch. The
+        # free-GPU signal adds SPILL_API_SIGNAL when it is computed from the API.
+        ("", "nodes", ("get", "patch")),
         LEASES,
     ],
-    "admission": [  # best estimate: to be checked by tests/live/test_rbac.py
-        ("kueue.x-k8s.io", "clusterqueues", ("list", "watch")),
-        ("kueue.x-k8s.io", "localqueues", ("list", "watch")),
+    "admission": [
         ("kueue.x-k8s.io", "resourceflavors", ("list", "watch")),
-        ("kueue.x-k8s.io", "workloadpriorityclasses", ("list", "watch")),
+        ("kueue.x-k8s.io", "clusterqueues", ("list", "watch")),
+        ("kueue.x-k8s.io", "clusterqueues/status", ("patch",)),
         ("kueue.x-k8s.io", "cohorts", ("list", "watch")),
-        ("kueue.x-k8s.io", "workloads",
-         ("create", "delete", "get", "list", "patch", "update", "watch")),
-        ("kueue.x-k8s.io", "workloads/status", ("get", "patch", "update")),
-        # Removing the scheduling gate is a pod update.
-        ("", "pods", ("get", "list", "patch", "update", "watch")),
-        ("batch", "jobs", ("get", "list", "patch", "update", "watch")),
+        ("kueue.x-k8s.io", "localqueues", ("list", "watch")),
+        ("kueue.x-k8s.io", "localqueues/status", ("patch",)),
+        ("kueue.x-k8s.io", "workloadpriorityclasses", ("list", "watch")),
+        # One Workload per queued Job or pod group; get re-reads one after a 409.
+        ("kueue.x-k8s.io", "workloads", ("create", "get", "list", "watch")),
+        ("kueue.x-k8s.io", "workloads/status", ("patch",)),
         ("", "namespaces", ("list", "watch")),
         ("scheduling.k8s.io", "priorityclasses", ("list", "watch")),
+        # Queue-labelled Jobs: suspended until admitted, started and stopped by patch.
+        ("batch", "jobs", ("get", "list", "patch", "watch")),
+        # Queue-labelled pods: ungated by patch, deleted when their workload is preempted.
+        ("", "pods", ("delete", "get", "list", "patch", "watch")),
         EVENTS,
         LEASES,
     ],
 }
+
+# What the spill controller needs on top when its signal comes from the API (SpillConfig
+# controller.signal.source: cluster, the default): informer caches of nodes and pods. With
+# source prometheus it reads no pod and lists no node.
+SPILL_API_SIGNAL: list[Rule] = [
+    ("", "nodes", ("list", "watch")),
+    ("", "pods", ("list", "watch")),
+]
+
+
+def rbac_rows(controller: str, spill_source: str = "cluster") -> list[Rule]:
+    """The rows of :data:`RBAC` for ``controller``; for the spill controller with the API as
+    its signal source, merged with :data:`SPILL_API_SIGNAL` (one row per resource)."""
+    rows = list(RBAC[controller])
+    if controller != "spill-controller" or spill_source != "cluster":
+        return rows
+    for group, resource, verbs in SPILL_API_SIGNAL:
+        at = next((i for i, r in enumerate(rows) if r[:2] == (group, resource)), None)
+        if at is None:
+            rows.insert(len(rows) - 1, (group, resource, verbs))  # before the Lease
+        else:
+            rows[at] = (group, resource, tuple(sorted({*rows[at][2], *verbs})))
+    return rows
+
 
 DEFAULT_NAMESPACE = "kubeberth-system"
 DEFAULT_IMAGE = f"kubeberth:{__version__}"
@@ -156,10 +182,13 @@ CONTROLLERS: dict[str, ControllerSpec] = {
                                 DEFAULT_SCHEDULER_CONFIG),
     "descheduler": ControllerSpec("descheduler", 10258, "--policy", "policy.yaml",
                                   DEFAULT_DESCHEDULER_POLICY),
-    "spill-controller": ControllerSpec("spill-controller", 10260, "--spill-config",
-                                       "spill.yaml", DEFAULT_SPILL_CONFIG),
-    # Admission reads ClusterQueues, LocalQueues and the rest from the API: no file.
-    "admission": ControllerSpec("admission", 10261),
+    # `kubeberth spill-controller` reads its SpillConfig from --config (`kubeberth manifests`
+    # takes it as --spill-config, since --config there is the scheduler's).
+    "spill-controller": ControllerSpec("spill-controller", 10262, "--config", "spill.yaml",
+                                       DEFAULT_SPILL_CONFIG),
+    # Admission reads ClusterQueues, LocalQueues and the rest from the API, and runs with
+    # Kueue's default Configuration: no file. 8080 is Kueue's metrics port.
+    "admission": ControllerSpec("admission", 8080),
 }
 
 # Which option of `kubeberth manifests` carries each controller's file, and its loader.
@@ -177,6 +206,12 @@ def _validate_config(controller: str, path: Path) -> None:
         load_spill_config(path)
 
 
+def spill_source(path: Path | None) -> str:
+    """The signal source (``cluster`` or ``prometheus``) the spill controller will use with
+    the SpillConfig in ``path`` (None: the defaults): what its RBAC depends on."""
+    return load_spill_config(path).controller.signal.source
+
+
 def _labels(controller: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": "kubeberth", "app.kubernetes.io/component": controller,
             "app.kubernetes.io/part-of": "kubeberth", "app.kubernetes.io/version": __version__}
@@ -190,16 +225,17 @@ def _meta(name: str, controller: str, namespace: str | None = None) -> dict[str,
     return meta
 
 
-def cluster_rules(controller: str) -> list[dict[str, Any]]:
-    """The ClusterRole rules: every row of :data:`RBAC` but the Lease, one rule per row."""
+def cluster_rules(rows: list[Rule]) -> list[dict[str, Any]]:
+    """The ClusterRole rules: every row (of :func:`rbac_rows`) but the Lease, one rule per
+    row."""
     return [{"apiGroups": [group], "resources": [resource], "verbs": sorted(verbs)}
-            for group, resource, verbs in RBAC[controller] if resource != "leases"]
+            for group, resource, verbs in rows if resource != "leases"]
 
 
-def lease_rules(controller: str, lease: str) -> list[dict[str, Any]]:
+def lease_rules(rows: list[Rule], lease: str) -> list[dict[str, Any]]:
     """The Role rules for the leader Lease: create (which RBAC cannot narrow by name), and
     the other verbs on that one Lease only."""
-    verbs = next((v for _g, r, v in RBAC[controller] if r == "leases"), ())
+    verbs = next((v for _g, r, v in rows if r == "leases"), ())
     rules: list[dict[str, Any]] = []
     if "create" in verbs:
         rules.append({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
@@ -272,10 +308,13 @@ def _deployment(controller: str, spec: ControllerSpec, namespace: str, image: st
 
 
 def controller_documents(controller: str, namespace: str, image: str,
-                         config_text: str | None = None) -> list[dict[str, Any]]:
+                         config_text: str | None = None,
+                         spill_signal: str = "cluster") -> list[dict[str, Any]]:
     """ServiceAccount, ClusterRole + binding, Lease Role + binding, ConfigMap (if the
-    controller reads a file) and Deployment for one controller."""
+    controller reads a file) and Deployment for one controller; ``spill_signal`` is the spill
+    controller's signal source (its RBAC depends on it)."""
     spec = CONTROLLERS[controller]
+    rows = rbac_rows(controller, spill_signal)
     name = f"kubeberth-{controller}"
     subject = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
     text = spec.default_config if config_text is None else config_text
@@ -283,14 +322,14 @@ def controller_documents(controller: str, namespace: str, image: str,
         {"apiVersion": "v1", "kind": "ServiceAccount",
          "metadata": _meta(name, controller, namespace)},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": _meta(name, controller), "rules": cluster_rules(controller)},
+         "metadata": _meta(name, controller), "rules": cluster_rules(rows)},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
          "metadata": _meta(name, controller),
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                      "name": name},
          "subjects": subject},
     ]
-    lease = lease_rules(controller, spec.lease)
+    lease = lease_rules(rows, spec.lease)
     if lease:
         role = f"{name}-leader-election"
         docs += [
@@ -345,7 +384,8 @@ def manifests(controllers: Iterable[str] | None = None, *, namespace: str = DEFA
                 text = path.read_text()
             except (OSError, UnicodeDecodeError) as err:
                 raise InputError(f"cannot read it: {err}", source=str(path)) from None
-        docs += controller_documents(name, namespace, image, text)
+        signal = spill_source(path) if name == "spill-controller" else "cluster"
+        docs += controller_documents(name, namespace, image, text, signal)
     return docs
 
 
