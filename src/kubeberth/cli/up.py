@@ -190,6 +190,8 @@ def up_command(
             raise fail(err) from None
         logging.basicConfig(stream=sys.stdout, level=logging.INFO,
                             format="%(asctime)s %(name)s %(message)s")
+        for noisy in ("httpx", "httpx2"):  # one line per API request drowns the decisions
+            logging.getLogger(noisy).setLevel(logging.WARNING)
         _out.print(f"kubeberth up: API server on {server.url} with the demo cluster "
                    f"({demo}); kubeconfig {kubeconfig}")
         for name, ctl, metrics in built:
