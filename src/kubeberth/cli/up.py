@@ -208,8 +208,8 @@ def up_command(
     finally:
         _stop_all(running, server)
     for r in running:
-        for err in r.errors:
-            _out.print(f"kubeberth up: {r.name} failed: {err!r}")
+        for exc in r.errors:
+            _out.print(f"kubeberth up: {r.name} failed: {exc!r}")
     if failed:
         _out.print(f"kubeberth up: stopped because {', '.join(failed)} ended")
         raise typer.Exit(1)

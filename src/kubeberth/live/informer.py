@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
+import msgspec
 from lightkube import ApiError, Client
 from lightkube.core.exceptions import NotReadyError
 from lightkube.core.generic_client import ALL_NS
