@@ -119,6 +119,7 @@ def test_up_kubeconfig_out_and_token(tmp_path: Path) -> None:
         try:
             wait_for(lambda: "-o wide -w" in log.read_text(), "up's hints", timeout=90)
             assert f"kubectl --kubeconfig {kubeconfig} get nodes" in log.read_text()
+            assert "only over HTTPS" in log.read_text()
             config = yaml.safe_load(kubeconfig.read_text())
             assert config["users"][0]["user"]["token"] == "s3cret"
             url = config["clusters"][0]["cluster"]["server"]

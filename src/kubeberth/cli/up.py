@@ -198,6 +198,9 @@ def up_command(
             r = _start(name, ctl, metrics, "127.0.0.1")
             running.append(r)
             _out.print(f"  {name:<17} metrics on http://127.0.0.1:{r.health.port}/metrics")
+        if token and tls_cert_file is None:
+            _out.print("note: kubectl sends the bearer token only over HTTPS: start with "
+                       "--tls-cert-file/--tls-private-key-file to use kubectl with --token")
         for line in _hints(kubeconfig, demo):
             _out.print(line)
         _out.file.flush()
