@@ -45,7 +45,7 @@ from kubeberth.cli.up import demo_dir
 VK = "virtual-kubelet"
 LOW = "vk.node.com/low-gpu-usage"
 CLUSTER_NODES = {"gpu-a", "gpu-b"}
-ETL_SECONDS = 15  # live: long enough for the scale-up to spill before the Job ends
+ETL_SECONDS = 30  # live: long enough for the scale-up to spill before the Job ends, under load
 FLAVOR = {"training": "in-cluster", "low-priority": "in-cluster",
           "inference-vk": "virtual-kubelet"}
 SPILL = """\
@@ -216,7 +216,7 @@ def test_serve_four_controllers_kubectl_spill_and_return_as_simulated(tmp_path: 
             while not stop_sampling.is_set():
                 lowest[0] = min(lowest[0], len(running(kubectl.items("pods", "-n",
                                                                       "serving"))))
-                time.sleep(0.1)
+                time.sleep(0.2)
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
