@@ -168,3 +168,23 @@ def test_generic_crd_round_trip(client: Client) -> None:
     client.patch(PodGroup.Status, "g", {"status": {"phase": "Running"}},
                  namespace="default", patch_type=PatchType.MERGE)
     assert client.get(PodGroup, "g", namespace="default").status == {"phase": "Running"}
+
+
+def test_a_new_replicaset_decodes_with_lightkube_types(client: Client,
+                                                        server: EmbeddedServer) -> None:
+    """A ReplicaSet's status.replicas is encoded even at 0 (Go: no omitempty); lightkube's
+    typed ReplicaSet requires it, so a watch event for a just-created ReplicaSet (before its
+    controller wrote a status) must carry it, or the typed watch fails to decode."""
+    from lightkube.resources.apps_v1 import ReplicaSet
+
+    body = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+    api = server.api
+    created = server.call(lambda: api.create(api.registry.of_kind("apps", "ReplicaSet"),
+                                             "default", body))
+    assert created["status"] == {"replicas": 0}
+    (rs,) = client.list(ReplicaSet, namespace="default")
+    assert rs.status is not None and rs.status.replicas == 0

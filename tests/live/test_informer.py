@@ -61,3 +61,31 @@ def test_events_follow_the_list_and_relists_after_410(live: Live, tmp_path: Path
         stop.set()
         srv.call(lambda: srv.api.store.close_watches())
         inf.thread.join(timeout=5)
+
+
+def test_an_undecodable_object_does_not_kill_the_informer(live: Live, tmp_path: Path) -> None:
+    """An object lightkube's typed model cannot decode (here an Event without the
+    involvedObject the model requires, stored behind the API's validation) fails the list.
+    The informer keeps running, reports the error and syncs once the object is gone."""
+    from lightkube.resources.core_v1 import Event
+
+    srv = live.serve(write(tmp_path / "cluster.yaml", node("n1", 1)))
+    api = srv.api
+    srv.call(lambda: api.store.insert(api.events, {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "odd", "namespace": "default"}, "reason": "Odd"}))
+    seen: list[tuple[str, str, Any]] = []
+    stop = threading.Event()
+    inf = Informer(live.client(), "Event", Event, lambda *e: seen.append(e),
+                   stop=stop, absent_retry=0.05).start()
+    try:
+        wait_for(lambda: inf.error is not None, "the decoding error")
+        assert inf.thread.is_alive() and not inf.synced.is_set()
+        srv.call(lambda: api.store.remove(api.events,
+                                          api.store.must_get(api.events, "default", "odd")))
+        wait_for(inf.synced.is_set, "the informer to sync once the object is gone")
+        assert seen[0] == ("Event", SYNC, [])
+        assert inf.thread.is_alive()
+    finally:
+        stop.set()
+        inf.thread.join(timeout=5)

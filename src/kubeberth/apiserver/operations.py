@@ -78,6 +78,8 @@ class Api:
             admission.default_node(obj, rfc3339(self.store.clock.now()))
         elif rt.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
+        elif rt.kind == "ReplicaSet":
+            obj["status"] = {"replicas": 0}  # not omitempty in Go; typed clients require it
         elif rt.kind == "Event":
             _default_event(obj, rfc3339(self.store.clock.now()))
         if rt.kind == "Job":

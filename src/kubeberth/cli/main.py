@@ -29,6 +29,7 @@ from kubeberth.cli.scheduler import scheduler_command
 from kubeberth.cli.serve import serve
 from kubeberth.cli.spill import SpillConfigOpt, spill_app, spill_config
 from kubeberth.cli.spill_controller import spill_controller_command
+from kubeberth.cli.up import up_command
 from kubeberth.config.manifests import load_manifests
 from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.config.types import SchedulerConfiguration
@@ -210,6 +211,7 @@ app.command("manifests")(manifests_command)
 app.command("admission")(admission_command)
 app.command("descheduler")(descheduler_command)
 app.command("spill-controller")(spill_controller_command)
+app.command("up")(up_command)
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
+import msgspec
 from lightkube import ApiError, Client
 from lightkube.core.exceptions import NotReadyError
 from lightkube.core.generic_client import ALL_NS
@@ -112,6 +113,14 @@ class Informer:
                 # Connection refused or dropped mid-stream: back off and list again.
                 self.error = err
                 self.stop.wait(self.retry_delay)
+            except msgspec.ValidationError as err:
+                # An object lightkube's typed model cannot decode (a server leaving out a field
+                # the model requires): the thread must not die with a stale cache; say so and
+                # list again now and then, as for a resource that is not served.
+                self.error = err
+                log.warning("cannot decode a %s from the API (%s); listing again in %gs",
+                            self.kind, err, self.absent_retry)
+                self.stop.wait(self.absent_retry)
             self.stats.watch_restarts += 1
 
     def _list(self) -> str:

@@ -1,0 +1,219 @@
+"""``kubeberth up``: the embedded API server, a demo cluster and all four live controllers in
+one command.
+
+Trying the live controllers otherwise takes five terminals (``serve``, ``scheduler``,
+``admission``, ``descheduler``, ``spill-controller``) and five configuration files. ``up``
+starts them together in one process with the demo bundle that ships in the package
+(``kubeberth/live/demo``): each controller runs on its own thread, with its own health and
+metrics server, and reaches the API over HTTP through lightkube exactly as the separate
+commands do. It runs until SIGINT or SIGTERM, then stops everything (exit 0).
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+from kubeberth.api.errors import InputError
+from kubeberth.cli.live_common import LiveController, connect, elector, fail
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kubeberth.apiserver import EmbeddedServer
+    from kubeberth.live.metrics import HealthServer
+
+_out = Console(highlight=False, soft_wrap=True)
+
+# What the demo bundle holds, in load order (nodes, then the Kueue objects and priorities).
+CLUSTER_FILES = ("nodes.yaml", "vk-node.yaml", "kueue.yaml")
+DEFAULT_KUBECONFIG = Path("~/.kube/kubeberth-up.yaml")
+LEASE_SECONDS = 15.0
+
+
+def demo_dir() -> Path:
+    """The demo bundle's directory inside the installed package."""
+    return Path(str(files("kubeberth.live").joinpath("demo")))
+
+
+@dataclass(slots=True)
+class _Running:
+    """One controller of the demo with its thread and health/metrics server."""
+
+    name: str
+    controller: LiveController
+    health: HealthServer
+    thread: threading.Thread
+    errors: list[BaseException]
+
+
+def _controllers(kubeconfig: Path, demo: Path) -> list[tuple[str, LiveController,
+                                                           Callable[[], bytes]]]:
+    """The four controllers with the demo configuration, each with its own API client."""
+    from kubeberth.config.descheduler import load_descheduler_policy
+    from kubeberth.config.scheduler import load_scheduler_config
+    from kubeberth.config.spill import load_spill_config
+    from kubeberth.live.admission import LiveAdmission
+    from kubeberth.live.descheduler import LiveDescheduler
+    from kubeberth.live.scheduler import LiveScheduler
+    from kubeberth.live.spill import LiveSpillController
+    from kubeberth.plugins.scheduling import in_tree_registry
+
+    registry = in_tree_registry()
+    registry.load_entry_points()
+    sched_client, admit_client = connect(kubeconfig), connect(kubeconfig)
+    desched_client, spill_client = connect(kubeconfig), connect(kubeconfig)
+    scheduler = LiveScheduler(
+        load_scheduler_config(demo / "scheduler-config.yaml"), registry, sched_client,
+        elector=elector(sched_client, True, "kubeberth-scheduler", "kube-system",
+                        LEASE_SECONDS))
+    admission = LiveAdmission(
+        admit_client, elector=elector(admit_client, True, "kubeberth-admission",
+                                      "kube-system", LEASE_SECONDS))
+    descheduler = LiveDescheduler(
+        load_descheduler_policy(demo / "descheduler.yaml"), desched_client, interval=5.0,
+        elector=elector(desched_client, True, "kubeberth-descheduler", "kube-system",
+                        LEASE_SECONDS))
+    spill = LiveSpillController(
+        load_spill_config(demo / "spill.yaml"), spill_client,
+        elector=elector(spill_client, True, "kubeberth-spill-controller", "kube-system",
+                        LEASE_SECONDS))
+    return [("scheduler", scheduler, scheduler.metrics.exposition),
+            ("admission", admission, admission.metrics.exposition),
+            ("descheduler", descheduler, descheduler.metrics.exposition),
+            ("spill-controller", spill, spill.metrics.exposition)]
+
+
+def _start(name: str, controller: LiveController, metrics: Callable[[], bytes],
+           address: str) -> _Running:
+    from kubeberth.live.metrics import HealthServer
+
+    health = HealthServer(address, 0, healthy=controller.healthy, ready=controller.ready,
+                          metrics=metrics).start()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            controller.run()
+        except Exception as err:  # reported by up, which then stops the demo
+            errors.append(err)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return _Running(name, controller, health, thread, errors)
+
+
+def _stop_all(running: list[_Running], server: EmbeddedServer) -> None:
+    for r in running:
+        r.controller.stop.set()
+    for r in running:
+        r.thread.join(timeout=10)
+        r.health.stop()
+    server.stop()
+
+
+def _hints(kubeconfig: Path, demo: Path) -> list[str]:
+    kc = f"kubectl --kubeconfig {shlex.quote(str(kubeconfig))}"
+    workload = shlex.quote(str(demo / "workload.yaml"))
+    return [
+        f"{kc} get nodes",
+        "",
+        "Try the spill scenario (docs/live.md, `kubeberth up`):",
+        f"  {kc} apply -f {workload}",
+        f"  {kc} get workloads -A; {kc} get pods -A -o wide",
+        "  # once the 16 GPUs are full and the VK node has no vk.node.com/low-gpu-usage taint:",
+        f"  {kc} scale deployment infer -n serving --replicas 3",
+        f"  {kc} get pods -A -o wide -w   # two replicas spill to virtual-kubelet, and come "
+        "back after the ETL Job ends",
+    ]
+
+
+def up_command(
+    port: Annotated[int, typer.Option("--port", help="API server port on 127.0.0.1 (0 picks "
+                                                     "a free one).")] = 6443,
+    kubeconfig_out: Annotated[Path | None, typer.Option(
+        "--kubeconfig-out", help="Write the kubeconfig here (default: "
+                                 "~/.kube/kubeberth-up.yaml).")] = None,
+    token: Annotated[str | None, typer.Option(
+        "--token", help="Require this bearer token on every API request (kubectl sends it "
+                        "only over HTTPS: add --tls-cert-file/--tls-private-key-file).")] = None,
+    tls_cert_file: Annotated[Path | None, typer.Option(
+        "--tls-cert-file", help="Serve HTTPS with this PEM certificate (self-signed for "
+                                "127.0.0.1; the kubeconfig trusts it).")] = None,
+    tls_private_key_file: Annotated[Path | None, typer.Option(
+        "--tls-private-key-file", help="The certificate's PEM private key.")] = None,
+) -> None:
+    """Start the embedded API server with a demo GPU cluster and all four controllers
+    (scheduler, admission, descheduler, spill-controller); print how to look at it."""
+    from kubeberth.apiserver import EmbeddedServer
+    from kubeberth.config.manifests import load_manifests
+
+    demo = demo_dir()
+    kubeconfig = (kubeconfig_out or DEFAULT_KUBECONFIG).expanduser()
+    try:
+        manifests = load_manifests([demo / f for f in CLUSTER_FILES])
+        server = EmbeddedServer(manifests=manifests, port=port, token=token,
+                                tls_cert=tls_cert_file, tls_key=tls_private_key_file)
+        server.start()
+    except InputError as err:
+        raise fail(err) from None
+    running: list[_Running] = []
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    failed: list[str] = []
+    try:
+        try:
+            server.write_kubeconfig(kubeconfig)
+        except OSError as err:
+            raise fail(InputError(f"cannot write {kubeconfig}: {err.strerror}",
+                                  field="--kubeconfig-out",
+                                  expected="a writable file path")) from None
+        try:
+            built = _controllers(kubeconfig, demo)
+        except InputError as err:
+            raise fail(err) from None
+        logging.basicConfig(stream=sys.stdout, level=logging.INFO,
+                            format="%(asctime)s %(name)s %(message)s")
+        for noisy in ("httpx", "httpx2"):  # one line per API request drowns the decisions
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+        _out.print(f"kubeberth up: API server on {server.url} with the demo cluster "
+                   f"({demo}); kubeconfig {kubeconfig}")
+        for name, ctl, metrics in built:
+            r = _start(name, ctl, metrics, "127.0.0.1")
+            running.append(r)
+            _out.print(f"  {name:<17} metrics on http://127.0.0.1:{r.health.port}/metrics")
+        if token and tls_cert_file is None:
+            _out.print("note: kubectl sends the bearer token only over HTTPS: start with "
+                       "--tls-cert-file/--tls-private-key-file to use kubectl with --token")
+        for line in _hints(kubeconfig, demo):
+            _out.print(line)
+        _out.file.flush()
+        while not stop.wait(0.5):
+            failed = [r.name for r in running if not r.thread.is_alive()]
+            if failed:
+                break
+    finally:
+        _stop_all(running, server)
+    for r in running:
+        for exc in r.errors:
+            _out.print(f"kubeberth up: {r.name} failed: {exc!r}")
+    if failed:
+        _out.print(f"kubeberth up: stopped because {', '.join(failed)} ended")
+        raise typer.Exit(1)
+    _out.print("kubeberth up: stopped")
