@@ -105,14 +105,22 @@ def elector(client: Client, enabled: bool, name: str, namespace: str,
                          renew_deadline=duration * 2 / 3, retry_period=duration / 7.5)
 
 
+def setup_logging() -> None:
+    """Decisions at INFO on stdout; the HTTP client's one line per API request would drown
+    them, so it logs warnings only."""
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO,
+                        format="%(asctime)s %(name)s %(message)s")
+    for noisy in ("httpx", "httpx2"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
 def run_controller(name: str, controller: LiveController, metrics: Callable[[], bytes], *,
                    address: str, port: int, banner: str) -> None:
     """Serve health and metrics, run the control loop on a thread until SIGINT/SIGTERM or lost
     leadership (exit 1), then stop everything."""
     from kubeberth.live.metrics import HealthServer
 
-    logging.basicConfig(stream=sys.stdout, level=logging.INFO,
-                        format="%(asctime)s %(name)s %(message)s")
+    setup_logging()
     try:
         health = HealthServer(address, port, healthy=controller.healthy,
                               ready=controller.ready, metrics=metrics).start()

@@ -11,10 +11,8 @@ commands do. It runs until SIGINT or SIGTERM, then stops everything (exit 0).
 
 from __future__ import annotations
 
-import logging
 import shlex
 import signal
-import sys
 import threading
 from dataclasses import dataclass
 from importlib.resources import files
@@ -26,7 +24,7 @@ import typer
 from rich.console import Console
 
 from kubeberth.api.errors import InputError
-from kubeberth.cli.live_common import LiveController, connect, elector, fail
+from kubeberth.cli.live_common import LiveController, connect, elector, fail, setup_logging
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -188,10 +186,7 @@ def up_command(
             built = _controllers(kubeconfig, demo)
         except InputError as err:
             raise fail(err) from None
-        logging.basicConfig(stream=sys.stdout, level=logging.INFO,
-                            format="%(asctime)s %(name)s %(message)s")
-        for noisy in ("httpx", "httpx2"):  # one line per API request drowns the decisions
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+        setup_logging()
         _out.print(f"kubeberth up: API server on {server.url} with the demo cluster "
                    f"({demo}); kubeconfig {kubeconfig}")
         for name, ctl, metrics in built:
