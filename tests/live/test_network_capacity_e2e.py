@@ -68,7 +68,7 @@ def test_kubectl_applied_capacity_and_its_update_drive_placement(live: Live,
     live.kubectl("apply", "-f", str(write(cm, capacity('{rdma-a: "1", rdma-b: "lots"}'))))
     wait_for(lambda: condition(live, "default/t1").get("reason") == "SchedulerError",
              "the Error status")
-    assert "ConfigMap kube-system/network-capacity: data.rdma-b is 'lots'" in \
+    assert "ConfigMap kube-system/network-capacity: field data.rdma-b: 'lots'" in \
         condition(live, "default/t1")["message"]
     assert ctl.healthy()
 

@@ -115,7 +115,7 @@ def test_a_malformed_initial_value_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         run(tmp_path, NODES + capacity('{rdma-a: "two"}'), trainer("t0"))
     text = str(caught.value)
-    assert "ConfigMap kube-system/network-capacity: data.rdma-a is 'two'" in text
+    assert "ConfigMap kube-system/network-capacity: field data.rdma-a: 'two'" in text
     assert "whole number" in text
 
 
@@ -142,7 +142,8 @@ def test_the_cli_reports_a_bad_value_with_its_place(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["explain", "-f", str(tmp_path / "c.yaml"),
                                    "--config", str(PROFILE)])
     assert res.exit_code == 2
-    assert "network-capacity" in res.output and "rdma-a" in res.output
+    assert "ConfigMap kube-system/network-capacity: field data.rdma-a: '-1'" in res.output
+    assert "packing-profile" not in res.output  # not blamed on the scheduler configuration
 
 
 def test_explain_shows_each_nodes_reason_from_the_example() -> None:

@@ -208,7 +208,7 @@ def test_bad_values_are_input_errors_at_load_and_error_statuses_after() -> None:
     with pytest.raises(InputError) as caught:
         network_capacity.new(None, handle(snap))
     text = str(caught.value)
-    assert "ConfigMap kube-system/network-capacity" in text and "data.fast" in text
+    assert text.startswith("ConfigMap kube-system/network-capacity: field data.fast: 'four'")
     assert 'such as "4"' in text
     # A ConfigMap that turns bad later: pods needing a slot get an Error status, none placed
     # from a half-read table (the good key "other" is not used either).
@@ -218,7 +218,7 @@ def test_bad_values_are_input_errors_at_load_and_error_statuses_after() -> None:
     sched.add(pod("t", slots=1))
     res = sched.schedule_one()
     assert res is not None and res.outcome == "error"
-    assert "ConfigMap kube-system/network-capacity: data.fast is 'x'" in res.message
+    assert "ConfigMap kube-system/network-capacity: field data.fast: 'x' is not" in res.message
     snap.set_config_map(DEFAULT_CONFIG_MAP, {"other": "8", "fast": "1"})
     sched.queue.move_all_to_active_or_backoff(ClusterEvent("ConfigMap", "Update"))
     sched.queue.flush_backoff_completed()

@@ -78,14 +78,25 @@ def _held(pod: Pod) -> int:
         return 0
 
 
+class ConfigMapValueError(InputError):
+    """A bad value in the capacity ConfigMap. It is located in the ConfigMap (source
+    ``ConfigMap <namespace>/<name>``, field ``data.<node>``), so the layers that place plugin
+    errors in the scheduler configuration file leave it where it is."""
+
+    def at(self, *, source: str | None = None, line: int | None = None,
+           field: str | None = None) -> InputError:
+        return self
+
+
 def parse_capacity(key: str, data: Mapping[str, str]) -> dict[str, int]:
     """Node name -> network slots from the capacity ConfigMap ``key``'s data."""
     out: dict[str, int] = {}
     for node, raw in data.items():
         if not raw.strip().isdigit():
-            raise InputError(f"ConfigMap {key}: data.{node} is {raw!r}", field=f"data.{node}",
-                             expected='the node\'s network slots as a whole number in a string, '
-                             'such as "4"')
+            raise ConfigMapValueError(
+                f"{raw!r} is not a number of network slots", source=f"ConfigMap {key}",
+                field=f"data.{node}", expected='the node\'s network slots as a whole number in '
+                'a string, such as "4"')
         out[node] = int(raw)
     return out
 
