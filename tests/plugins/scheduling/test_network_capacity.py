@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.gpu import GPU_MODEL_LABEL
@@ -243,6 +245,48 @@ def test_bad_args_and_pod_annotations() -> None:
     res = sched.schedule_one()
     assert res is not None and res.outcome == "unschedulable"
     assert SLOTS_ANNOTATION in res.message
+
+
+@settings(max_examples=40, deadline=None)
+@given(caps=st.lists(st.integers(0, 3), min_size=1, max_size=4),
+       needs=st.lists(st.integers(1, 2), min_size=1, max_size=10),
+       refused=st.sets(st.integers(0, 9)), shrink=st.integers(0, 3))
+def test_slots_held_never_exceed_capacity(caps: list[int], needs: list[int],
+                                          refused: set[int], shrink: int) -> None:
+    """Pods needing 1-2 slots arrive one by one, some binds fail, and the capacity of node 0
+    shrinks half way: slots held by bound pods never exceed a node's capacity at bind time,
+    and failed binds hold nothing."""
+    names = [f"n{i}" for i in range(len(caps))]
+    snap = cluster(*(node(n, gpus=8, labels=FAST) for n in names),
+                   slots={n: str(c) for n, c in zip(names, caps, strict=True)})
+    attempt = [0]
+
+    def binder(_p: PodInfo, _n: str) -> Status:
+        attempt[0] += 1
+        return Status(Code.ERROR, ("refused",)) if attempt[0] - 1 in refused else SUCCESS
+
+    sched = scheduler(snap, binder=binder)
+    current = list(caps)
+    for i, need in enumerate(needs):
+        if i == len(needs) // 2:
+            current[0] = min(current[0], shrink)
+            snap.set_config_map(DEFAULT_CONFIG_MAP,
+                                {n: str(c) for n, c in zip(names, current, strict=True)})
+        sched.add(pod(f"p{i}", 0, slots=need))
+        res = sched.schedule_one()
+        assert res is not None
+        if res.outcome == "assumed":
+            assert res.node is not None
+            before = free(snap, res.node)
+            assert before >= 0
+            if not sched.bind(res).ok:
+                assert free(snap, res.node) == before + need
+    for n in names:
+        held = sum(network_capacity.slots_of(p.pod)
+                   for p in snap.pods_on_node[snap.node_index[n]].values())
+        # Pods bound before node 0 shrank may exceed its new capacity; none bound after.
+        assert held <= max(caps[snap.node_index[n]], current[snap.node_index[n]])
+        assert free(snap, n) == current[snap.node_index[n]] - held
 
 
 def whole_free_nodes(profile: str) -> tuple[int, int]:

@@ -62,7 +62,7 @@ def slots_of(pod: Pod) -> int:
     raw = pod.metadata.annotations.get(SLOTS_ANNOTATION)
     if raw is None:
         return 0
-    if not raw.strip().isdigit():
+    if not raw.strip().isdecimal():
         raise InputError(f"pod {pod.key}: {SLOTS_ANNOTATION} is {raw!r}",
                          field=f"metadata.annotations[{SLOTS_ANNOTATION}]",
                          expected="a whole number of network slots such as 1")
@@ -92,7 +92,7 @@ def parse_capacity(key: str, data: Mapping[str, str]) -> dict[str, int]:
     """Node name -> network slots from the capacity ConfigMap ``key``'s data."""
     out: dict[str, int] = {}
     for node, raw in data.items():
-        if not raw.strip().isdigit():
+        if not raw.strip().isdecimal():
             raise ConfigMapValueError(
                 f"{raw!r} is not a number of network slots", source=f"ConfigMap {key}",
                 field=f"data.{node}", expected='the node\'s network slots as a whole number in '
