@@ -41,8 +41,10 @@ from typing import Any
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
 import msgspec
 from lightkube import ApiError, Client
+from lightkube.core.resource import Resource
 from lightkube.models.core_v1 import ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import ConfigMap as KConfigMap
 from lightkube.resources.core_v1 import Pod as KPod
 from lightkube.types import PatchType
 
@@ -75,6 +77,7 @@ MAX_WAIT = 1.0  # the loop wakes at least this often to check deadlines and stop
 NODE_UPDATES = (ClusterEvent("Node", "UpdateNodeLabel"), ClusterEvent("Node", "UpdateNodeTaint"),
                 ClusterEvent("Node", "UpdateNodeAllocatable"))
 POD_GROUP_UPDATE = ClusterEvent("PodGroup", "Update")
+CONFIG_MAP_UPDATE = ClusterEvent("ConfigMap", "Update")
 TERMINAL = ("Succeeded", "Failed")
 BINDER = "LiveBinder"
 BOUND = "BindingResult"  # the event a binding worker queues for the control loop
@@ -140,7 +143,7 @@ class LiveScheduler:
         self.informers = [
             Informer(client, kind, res, self._enqueue, stop=self.stop,
                      watch_timeout=watch_timeout)
-            for kind, res in SCHEDULER_RESOURCES.items()]
+            for kind, res in self.resources().items()]
         self.pods: dict[str, PodInfo] = {}
         self.pod_groups: dict[str, dict[str, Any]] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
@@ -157,6 +160,16 @@ class LiveScheduler:
         self.binding: dict[str, CycleResult] = {}
         self._pool = ThreadPoolExecutor(max_workers=bind_workers,
                                         thread_name_prefix="bind") if bind_workers else None
+
+    def resources(self) -> dict[str, type[Resource]]:
+        """What to list and watch: SCHEDULER_RESOURCES, plus ConfigMaps only when a plugin of
+        some profile registered ConfigMap events (it reads one, e.g. NetworkCapacity's slots),
+        so a scheduler without such a plugin needs no access to ConfigMaps."""
+        out: dict[str, type[Resource]] = dict(SCHEDULER_RESOURCES)
+        if any(ev.resource == "ConfigMap" for fw in self.sched.frameworks.values()
+               for events in fw.enqueue_events().values() for ev in events):
+            out["ConfigMap"] = KConfigMap
+        return out
 
     # ---- lifecycle -------------------------------------------------------------------------
     def ready(self) -> bool:
@@ -509,6 +522,13 @@ class LiveScheduler:
             else:
                 self.pod_groups[f"{namespace}/{name}"] = data
             self._reload_pod_groups()
+        elif kind == "ConfigMap":
+            # The API server guarantees string values; a plugin validates their content and
+            # answers a malformed one with an Error status, never acting on part of it.
+            raw = data.get("data") or {}
+            self.snap.set_config_map(f"{namespace}/{name}", None if deleted else
+                                     {str(k): str(v) for k, v in raw.items()})
+            self.sched.queue.move_all_to_active_or_backoff(CONFIG_MAP_UPDATE)
 
     def _sync(self, kind: str, items: list[dict[str, Any]]) -> None:
         """A fresh list: objects missing from it were deleted while the watch was down."""
@@ -529,6 +549,9 @@ class LiveScheduler:
             self.pdbs.clear()
         elif kind == "PodGroup":
             self.pod_groups.clear()
+        elif kind == "ConfigMap":
+            for key in [k for k in self.snap.config_maps if k not in names]:
+                self.snap.set_config_map(key, None)
         for item in items:
             try:
                 self._event(kind, False, item)

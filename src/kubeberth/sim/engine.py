@@ -34,6 +34,7 @@ from enum import IntEnum
 import msgspec
 
 from kubeberth.api.objects import Node, Pod, PodCondition, PodStatus
+from kubeberth.config.configmaps import load_config_maps
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.types import SchedulerConfiguration
 from kubeberth.framework.interface import ClusterEvent
@@ -59,6 +60,7 @@ from kubeberth.state.disruption import (
 FLUSH_PERIOD = 30.0  # upstream flushUnschedulablePodsLeftover period
 NODE_UPDATE_TAINT = ClusterEvent("Node", "UpdateNodeTaint")
 NODE_ADD_EVENT = ClusterEvent("Node", "Add")
+CONFIG_MAP_UPDATE = ClusterEvent("ConfigMap", "Update")
 NOT_FOUND = 404
 
 # A descheduling pass: the snapshot and the time in, the evictions to request out (pure).
@@ -163,6 +165,10 @@ class Simulation:
         self.snapshot.objects.load(load_scheduling_crds(extras))
         for node in workload.nodes:
             self.snapshot.add_node(node)
+        config_maps = load_config_maps(extras)
+        for cm in config_maps:
+            if cm.at == 0:
+                self.snapshot.set_config_map(cm.key, cm.data)
         self.scheduler = Scheduler(
             config, registry, self.snapshot, clock=lambda: self.now, seed=seed,
             binder=self._binder, evictor=self._evict)
@@ -196,6 +202,10 @@ class Simulation:
                    if self.kueue is None or not self.kueue.held_back(tp.pod)]
         for tp in initial:
             self._push(tp.arrival, Phase.ARRIVE, tp)
+        for cm in config_maps:
+            if cm.at > 0:
+                self.call_at(cm.at, functools.partial(self.update_config_map, cm.key, cm.data),
+                             counts=True)
         # Owners, evictions, node start latency, periodic hosts.
         self.until = until
         self.start_latency: dict[str, float] = {}
@@ -659,6 +669,13 @@ class Simulation:
         self.snapshot.update_node(node)
         self._progressed()
         self.scheduler.queue.move_all_to_active_or_backoff(NODE_UPDATE_TAINT)
+
+    def update_config_map(self, key: str, data: dict[str, str] | None) -> None:
+        """Replace (or, with None, delete) the ConfigMap ``namespace/name`` now; pending pods
+        rejected by a plugin that reads ConfigMaps (NetworkCapacity's slots) are moved back."""
+        self.snapshot.set_config_map(key, data)
+        self._progressed()
+        self.scheduler.queue.move_all_to_active_or_backoff(CONFIG_MAP_UPDATE)
 
     def call_at(self, when: float, fn: Callable[[], None], *, counts: bool = False,
                 late: bool = False) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Pod
+from kubeberth.config.configmaps import initial_config_maps, load_config_maps
 from kubeberth.config.kueue import QUEUE_LABEL
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
@@ -40,6 +41,8 @@ def build_state(manifests: Manifests) -> tuple[ClusterState, list[PodInfo]]:
     snap.objects.load(load_scheduling_crds(manifests))
     for node in manifests.nodes:
         snap.add_node(node)
+    for key, data in initial_config_maps(load_config_maps(manifests)).items():
+        snap.set_config_map(key, data)
     pending: list[PodInfo] = []
     for seq, pod in enumerate(manifests.pods):
         pi = make_pod_info(pod, snap.priority_classes, seq=seq)

@@ -17,7 +17,7 @@ The state is not thread-safe; simulator and live adapters apply decisions one at
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -230,6 +230,10 @@ class ClusterState:
         self.pdbs: list[PodDisruptionBudget] = []
         # PodGroups, ElasticQuotas, Volcano Queues and every existing pod (see state/objects.py).
         self.objects = SchedulingObjects()
+        # ConfigMaps policies read as configuration sources ("namespace/name" -> data), with a
+        # counter bumped on every change so their caches know (see set_config_map).
+        self.config_maps: dict[str, Mapping[str, str]] = {}
+        self.config_maps_version = 0
         self.generation = 0
         self._label_cache: dict[str, npt.NDArray[np.object_]] = {}
         self._taint_groups: tuple[IntArray, list[tuple[Taint, ...]]] | None = None
@@ -540,3 +544,12 @@ class ClusterState:
         labels = dict(ns.metadata.labels) if ns else {}
         labels.setdefault("kubernetes.io/metadata.name", namespace)
         return labels
+
+    # ---- configuration sources -------------------------------------------------------------
+    def set_config_map(self, key: str, data: Mapping[str, str] | None) -> None:
+        """Add or replace (``data``) or delete (None) the ConfigMap ``namespace/name``."""
+        if data is None:
+            self.config_maps.pop(key, None)
+        else:
+            self.config_maps[key] = dict(data)
+        self.config_maps_version += 1
