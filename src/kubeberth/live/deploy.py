@@ -107,10 +107,19 @@ SPILL_API_SIGNAL: list[Rule] = [
 ]
 
 
-def rbac_rows(controller: str, spill_source: str = "cluster") -> list[Rule]:
+# What the scheduler needs on top when a profile's plugin reads a ConfigMap (NetworkCapacity's
+# slots): the live scheduler then lists and watches ConfigMaps, and only then.
+SCHEDULER_CONFIG_MAPS: Rule = ("", "configmaps", ("list", "watch"))
+
+
+def rbac_rows(controller: str, spill_source: str = "cluster",
+              config_maps: bool = False) -> list[Rule]:
     """The rows of :data:`RBAC` for ``controller``; for the spill controller with the API as
-    its signal source, merged with :data:`SPILL_API_SIGNAL` (one row per resource)."""
+    its signal source, merged with :data:`SPILL_API_SIGNAL` (one row per resource); for a
+    scheduler whose profiles read ConfigMaps, with :data:`SCHEDULER_CONFIG_MAPS`."""
     rows = list(RBAC[controller])
+    if controller == "scheduler" and config_maps:
+        rows.insert(len(rows) - 1, SCHEDULER_CONFIG_MAPS)  # before the Lease
     if controller != "spill-controller" or spill_source != "cluster":
         return rows
     for group, resource, verbs in SPILL_API_SIGNAL:
@@ -204,6 +213,22 @@ def _validate_config(controller: str, path: Path) -> None:
         load_descheduler_policy(path)
     elif controller == "spill-controller":
         load_spill_config(path)
+
+
+def scheduler_reads_config_maps(path: Path | None) -> bool:
+    """Whether the scheduler with the configuration in ``path`` (None: the default profile)
+    will watch ConfigMaps, decided as the live scheduler decides it."""
+    from kubeberth.framework.scheduler import Scheduler
+    from kubeberth.live.scheduler import reads_config_maps
+    from kubeberth.plugins.scheduling import in_tree_registry
+    from kubeberth.state.cluster import ClusterState
+
+    def unused(*_args: object) -> Any:  # only the plugins' event registrations are read
+        raise RuntimeError("this scheduler never schedules")
+
+    sched = Scheduler(load_scheduler_config(path), in_tree_registry(), ClusterState(),
+                      clock=lambda: 0.0, binder=unused, evictor=unused)
+    return reads_config_maps(sched)
 
 
 def spill_source(path: Path | None) -> str:
@@ -309,12 +334,14 @@ def _deployment(controller: str, spec: ControllerSpec, namespace: str, image: st
 
 def controller_documents(controller: str, namespace: str, image: str,
                          config_text: str | None = None,
-                         spill_signal: str = "cluster") -> list[dict[str, Any]]:
+                         spill_signal: str = "cluster",
+                         config_maps: bool = False) -> list[dict[str, Any]]:
     """ServiceAccount, ClusterRole + binding, Lease Role + binding, ConfigMap (if the
     controller reads a file) and Deployment for one controller; ``spill_signal`` is the spill
-    controller's signal source (its RBAC depends on it)."""
+    controller's signal source and ``config_maps`` whether the scheduler reads ConfigMaps
+    (their RBAC depends on them)."""
     spec = CONTROLLERS[controller]
-    rows = rbac_rows(controller, spill_signal)
+    rows = rbac_rows(controller, spill_signal, config_maps)
     name = f"kubeberth-{controller}"
     subject = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
     text = spec.default_config if config_text is None else config_text
@@ -385,7 +412,8 @@ def manifests(controllers: Iterable[str] | None = None, *, namespace: str = DEFA
             except (OSError, UnicodeDecodeError) as err:
                 raise InputError(f"cannot read it: {err}", source=str(path)) from None
         signal = spill_source(path) if name == "spill-controller" else "cluster"
-        docs += controller_documents(name, namespace, image, text, signal)
+        config_maps = name == "scheduler" and scheduler_reads_config_maps(path)
+        docs += controller_documents(name, namespace, image, text, signal, config_maps)
     return docs
 
 

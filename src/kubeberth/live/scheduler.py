@@ -112,6 +112,12 @@ def _epoch(stamp: str | None) -> float:
         return time.time()
 
 
+def reads_config_maps(sched: Scheduler) -> bool:
+    """Whether a plugin of some profile registered ConfigMap events (it reads one)."""
+    return any(ev.resource == "ConfigMap" for fw in sched.frameworks.values()
+               for events in fw.enqueue_events().values() for ev in events)
+
+
 class LiveScheduler:
     """Informers, the Scheduler and the API round trips; :meth:`run` until ``stop`` is set."""
 
@@ -166,8 +172,7 @@ class LiveScheduler:
         some profile registered ConfigMap events (it reads one, e.g. NetworkCapacity's slots),
         so a scheduler without such a plugin needs no access to ConfigMaps."""
         out: dict[str, type[Resource]] = dict(SCHEDULER_RESOURCES)
-        if any(ev.resource == "ConfigMap" for fw in self.sched.frameworks.values()
-               for events in fw.enqueue_events().values() for ev in events):
+        if reads_config_maps(self.sched):
             out["ConfigMap"] = KConfigMap
         return out
 
