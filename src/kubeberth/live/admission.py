@@ -67,7 +67,7 @@ from kubeberth.config.kueue import (
 from kubeberth.config.manifests import Manifests, decode_object
 from kubeberth.config.yamlsrc import Document, Source
 from kubeberth.live.events import EventRecorder
-from kubeberth.live.informer import SYNC, Informer
+from kubeberth.live.informer import SYNC, Events, Informer, drain
 from kubeberth.live.leader import LeaderElector
 from kubeberth.plugins.admission import AdmissionState, run_cycle
 from kubeberth.plugins.admission.preemption import Target
@@ -329,7 +329,7 @@ class LiveAdmission:
         # patched object's apiVersion against its default version, whatever version the
         # object was created in; a real API server accepts the URL's version.)
         self._api_version = f"{GROUP}/{self.version}"
-        self.events: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+        self.events: Events = queue.Queue()
         resources: dict[str, type[Resource]] = {
             **self.kueue.by_kind, "Namespace": Namespace, "PriorityClass": PriorityClass}
         self.informers: list[Informer] = [
@@ -417,18 +417,7 @@ class LiveAdmission:
         return MAX_WAIT
 
     def _drain(self, timeout: float) -> None:
-        try:
-            first = self.events.get(timeout=timeout) if timeout > 0 else \
-                self.events.get_nowait()
-        except queue.Empty:
-            return
-        self._apply(*first)
-        while True:
-            try:
-                item = self.events.get_nowait()
-            except queue.Empty:
-                return
-            self._apply(*item)
+        drain(self.events, timeout, self._apply)
 
     # ---- the cache -------------------------------------------------------------------------
     def _apply(self, kind: str, type_: str, data: Any) -> None:

@@ -11,6 +11,7 @@ the shared-informer fan-out: each controller owns its informers.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,22 @@ log = logging.getLogger("kubeberth.informer")
 SYNC = "SYNC"
 Obj = dict[str, Any]
 Sink = Callable[[str, str, Any], None]
+Events = queue.Queue[tuple[str, str, Any]]
+
+
+def drain(events: Events, timeout: float, apply: Sink) -> None:
+    """Apply every queued informer event on the control loop, waiting up to ``timeout`` for
+    the first (informers only enqueue; the loop alone changes its cache)."""
+    try:
+        item = events.get(timeout=timeout) if timeout > 0 else events.get_nowait()
+    except queue.Empty:
+        return
+    while True:
+        apply(*item)
+        try:
+            item = events.get_nowait()
+        except queue.Empty:
+            return
 
 PodGroup = create_namespaced_resource("scheduling.x-k8s.io", "v1alpha1", "PodGroup",
                                       "podgroups")

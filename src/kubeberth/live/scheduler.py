@@ -65,7 +65,7 @@ from kubeberth.framework.registry import Registry
 from kubeberth.framework.scheduler import ASSIGNED_POD_DELETE, NODE_ADD, CycleResult, Scheduler
 from kubeberth.framework.status import SUCCESS, Code, Status
 from kubeberth.live.events import EventRecorder
-from kubeberth.live.informer import SCHEDULER_RESOURCES, SYNC, Informer
+from kubeberth.live.informer import SCHEDULER_RESOURCES, SYNC, Events, Informer, drain
 from kubeberth.live.leader import LeaderElector
 from kubeberth.live.metrics import SchedulerMetrics
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
@@ -145,7 +145,7 @@ class LiveScheduler:
                                nominate=self._nominate_api)
         for fw in self.sched.frameworks.values():
             self.metrics.instrument(fw)
-        self.events: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+        self.events: Events = queue.Queue()
         self.informers = [
             Informer(client, kind, res, self._enqueue, stop=self.stop,
                      watch_timeout=watch_timeout)
@@ -234,19 +234,7 @@ class LiveScheduler:
         return max(0.0, min(MAX_WAIT, soonest - now))
 
     def _drain(self, timeout: float) -> None:
-        """Apply every queued informer event, waiting up to ``timeout`` for the first."""
-        try:
-            first = self.events.get(timeout=timeout) if timeout > 0 else \
-                self.events.get_nowait()
-        except queue.Empty:
-            return
-        self._apply(*first)
-        while True:
-            try:
-                item = self.events.get_nowait()
-            except queue.Empty:
-                return
-            self._apply(*item)
+        drain(self.events, timeout, self._apply)
 
     # ---- scheduling ------------------------------------------------------------------------
     def step(self) -> None:
