@@ -71,7 +71,6 @@ def admission_command(
         controller = LiveAdmission(client, config=cfg, dry_run=dry_run, elector=leader)
     except InputError as err:
         raise fail(err) from None
-    mode = " (dry run: nothing is written)" if dry_run else ""
     run_controller("admission", controller, controller.metrics.exposition,
                    address=metrics_address, port=metrics_port,
-                   banner=f"Kueue {controller.version}{mode}")
+                   banner=f"Kueue {controller.version}", dry_run=dry_run)

@@ -68,8 +68,7 @@ def descheduler_command(
                                      dry_run=dry_run, elector=leader)
     except InputError as err:
         raise fail(err) from None
-    mode = " (dry run: nothing is written)" if dry_run else ""
     every = "one pass" if once or seconds == 0 else f"a pass every {interval}"
     run_controller("descheduler", controller, controller.metrics.exposition,
                    address=metrics_address, port=metrics_port,
-                   banner=f"{len(pol.profiles)} profile(s), {every}{mode}")
+                   banner=f"{len(pol.profiles)} profile(s), {every}", dry_run=dry_run)

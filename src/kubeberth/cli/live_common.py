@@ -115,9 +115,9 @@ def setup_logging() -> None:
 
 
 def run_controller(name: str, controller: LiveController, metrics: Callable[[], bytes], *,
-                   address: str, port: int, banner: str) -> None:
+                   address: str, port: int, banner: str, dry_run: bool) -> None:
     """Serve health and metrics, run the control loop on a thread until SIGINT/SIGTERM or lost
-    leadership (exit 1), then stop everything."""
+    leadership (exit 1), then stop everything; the banner says when nothing is written."""
     from kubeberth.live.metrics import HealthServer
 
     setup_logging()
@@ -134,6 +134,8 @@ def run_controller(name: str, controller: LiveController, metrics: Callable[[], 
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    if dry_run:
+        banner += " (dry run: nothing is written)"
     print(f"kubeberth {name}: {banner}; metrics on http://{address}:{health.port}/metrics",
           flush=True)
     worker = threading.Thread(target=controller.run, name=name, daemon=True)

@@ -83,7 +83,6 @@ def scheduler_command(
             raise err from None
     except InputError as err:
         raise fail(err) from None
-    mode = " (dry run: nothing is written)" if dry_run else ""
     run_controller("scheduler", controller, controller.metrics.exposition,
                    address=metrics_address, port=metrics_port,
-                   banner=f"profiles {', '.join(controller.sched.frameworks)}{mode}")
+                   banner=f"profiles {', '.join(controller.sched.frameworks)}", dry_run=dry_run)

@@ -65,9 +65,8 @@ def spill_controller_command(
     except InputError as err:
         raise fail(err) from None
     c = cfg.controller
-    mode = " (dry run: nothing is written)" if dry_run else ""
     run_controller("spill-controller", controller, controller.metrics.exposition,
                    address=metrics_address, port=metrics_port,
                    banner=f"node {cfg.virtual_node.name}, signal from {controller.source}, "
                           f"threshold {c.threshold:g}, stabilization "
-                          f"{c.stabilization_seconds:g}s{mode}")
+                          f"{c.stabilization_seconds:g}s", dry_run=dry_run)
