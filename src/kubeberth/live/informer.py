@@ -10,6 +10,7 @@ the shared-informer fan-out: each controller owns its informers.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -20,6 +21,7 @@ from typing import Any
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
 import msgspec
 from lightkube import ApiError, Client
+from lightkube.core.decoders import WatchEvent, decode_list, decode_object, decode_watch_event
 from lightkube.core.exceptions import NotReadyError
 from lightkube.core.generic_client import ALL_NS
 from lightkube.core.resource import NamespacedResource, Resource
@@ -63,7 +65,30 @@ SCHEDULER_RESOURCES: dict[str, type[Resource]] = {
     "PodGroup": PodGroup,
 }
 
-__all__ = ["SCHEDULER_RESOURCES", "SYNC", "Informer", "to_dict"]
+__all__ = ["SCHEDULER_RESOURCES", "SYNC", "Informer", "prepare_decoding", "to_dict"]
+
+
+_warm_lock = threading.Lock()
+_warm: set[type[Any]] = set()
+
+
+def prepare_decoding(*resources: type[Any]) -> None:
+    """Build msgspec's decoders for ``resources`` (one object, a list page, a watch event)
+    once, under a lock. msgspec builds a type's decoding tables lazily on first use; several
+    controller threads doing that first decode at the same moment crashed the process
+    (SIGSEGV in lightkube's ``decode_list``, reproduced with ``kubeberth up``)."""
+    with _warm_lock:
+        for res in resources:
+            if res in _warm:
+                continue
+            decode_list(b'{"items": []}', res)
+            # Required fields are missing from {}: the tables are built all the same.
+            with contextlib.suppress(msgspec.ValidationError):
+                decode_object(b"{}", res)
+            _warm.add(res)
+        if WatchEvent not in _warm:
+            decode_watch_event(b'{"type": "ADDED", "object": {}}')
+            _warm.add(WatchEvent)
 
 
 def to_dict(obj: Any) -> Obj:
@@ -86,6 +111,7 @@ class Informer:
     def __init__(self, client: Client, kind: str, resource: type[Resource], sink: Sink, *,
                  stop: threading.Event, watch_timeout: int = 300, retry_delay: float = 0.2,
                  absent_retry: float = 30.0) -> None:
+        prepare_decoding(resource)
         self.client = client
         self.kind = kind
         self.resource = resource

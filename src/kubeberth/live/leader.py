@@ -22,6 +22,8 @@ from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 
+from kubeberth.live.informer import prepare_decoding
+
 
 def _micro_time(now: float) -> dt.datetime:
     """metav1.MicroTime (lightkube sends it as RFC 3339 with microseconds)."""
@@ -35,6 +37,7 @@ class LeaderElector:
                  lease_duration: float = 15.0, renew_deadline: float = 10.0,
                  retry_period: float = 2.0, clock: Callable[[], float] = time.monotonic,
                  on_lost: Callable[[], None] | None = None) -> None:
+        prepare_decoding(Lease)
         self.client = client
         self.name = name
         self.namespace = namespace
