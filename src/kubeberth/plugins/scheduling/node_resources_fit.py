@@ -8,13 +8,13 @@ preemption can help), else Unschedulable. Upstream walks the scalar resources in
 we list them sorted by name so reasons are reproducible. Score implements the three scoring
 strategies over the non-zero requests (100m cpu / 200Mi memory for containers that state none),
 in upstream's units (millicores, whole bytes and counts) so the integer formulas, rounding and
-overflow match. The gathered score inputs are also used by
-:mod:`~kubeberth.plugins.scheduling.balanced_allocation`. Both Filter and Score gather the
-candidates' rows once and then work one resource at a time on contiguous arrays; the masks for
-nodes lacking a scored resource are only built when some candidate does lack one. Pod-level
-resources, in-place resize and DRA-backed extended resources are not modelled.
+overflow match. The per-node loops of both are compiled kernels
+(:mod:`~kubeberth.plugins.scheduling.resource_kernels`) reading the state's matrices by node
+index; this module turns a pod into what they read (check columns, a score plan), once per pod
+shape. The score plan is also used by
+:mod:`~kubeberth.plugins.scheduling.balanced_allocation`. Pod-level resources, in-place resize
+and DRA-backed extended resources are not modelled.
 """
-
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
-import numpy.typing as npt
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_extended_resource
@@ -38,10 +37,9 @@ from kubeberth.framework.interface import (
     PreScorePlugin,
     ScorePlugin,
 )
-from kubeberth.framework.status import SUCCESS, Code, CodeArray, FilterResult, IdArray, Status
+from kubeberth.framework.status import SUCCESS, FilterResult, Status
+from kubeberth.plugins.scheduling import resource_kernels as kernels
 from kubeberth.plugins.scheduling.helper import (
-    BrokenLinearFunction,
-    FunctionShapePoint,
     ResourceSpec,
     all_pass,
     args_int,
@@ -55,7 +53,7 @@ from kubeberth.plugins.scheduling.helper import (
     reject_unknown,
     validate_qualified_name,
 )
-from kubeberth.state.cluster import BoolArray, ClusterState, IntArray, PodInfo
+from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_KEY = "PreFilter" + NAME
@@ -210,137 +208,31 @@ def pod_score_requests(pod: PodInfo, resources: Sequence[ResourceSpec],
     return tuple(source.get(r.name, 0) // _scale(r.name) for r in resources)
 
 
-@dataclass(frozen=True, slots=True)
-class ScoreInputs:
-    """The resources upstream ``calculateResourceAllocatableRequest`` would score for this pod,
-    in upstream units, over the candidate nodes: their positions in the plugin's resource list,
-    the nodes' allocatable and what the nodes' pods request without this pod (scored resources
-    × nodes, read-only) and the pod's own requests (a column, so it broadcasts)."""
-
-    index: tuple[int, ...]
-    alloc: IntArray
-    used: IntArray
-    pod: IntArray
-
-    @property
-    def dense(self) -> bool:
-        """Whether every candidate has every scored resource (non-zero allocatable), so no
-        per-node skipping is needed: the scorers then drop their masks."""
-        return bool(self.index) and int(np.count_nonzero(self.alloc)) == self.alloc.size
-
-    def matrices(self, n: int, num_resources: int) -> tuple[IntArray, IntArray]:
-        """Nodes × resources matrices of allocatable (0 where a resource is not scored) and of
-        requests with the pod, the form the masked scorers take."""
-        alloc = np.zeros((n, num_resources), dtype=np.int64)
-        requested = np.zeros((n, num_resources), dtype=np.int64)
-        if self.index:
-            index = list(self.index)
-            alloc[:, index] = self.alloc.T
-            requested[:, index] = (self.used + self.pod).T
-        return alloc, requested
-
-
-def score_inputs(snap: ClusterState, nodes: IntArray, resources: Sequence[ResourceSpec],
-                 pod_requests: Sequence[int], use_requested: bool) -> ScoreInputs:
-    """Gather what the scorers read. Left out are the resources whose allocatable upstream reads
-    as 0 on every node: a scalar resource the pod does not request, a resource upstream does
-    not score (``pods``, unprefixed names) and a resource no node has. A node lacking a scored
-    resource has allocatable 0 there, which the masked scorers skip per node. The columns come
-    from :meth:`ClusterState.units`, already in upstream units and gathered once per cycle for
-    every score plugin that reads them."""
+def score_plan(snap: ClusterState, resources: Sequence[ResourceSpec],
+               pod_requests: Sequence[int], use_requested: bool) -> IntArray:
+    """The plan the score kernels of :mod:`~kubeberth.plugins.scheduling.resource_kernels`
+    read: per scored resource its state column, the pod's request, its weight and whether the
+    nodes' usage is their non-zero requests. Left out are the resources whose allocatable
+    upstream ``calculateResourceAllocatableRequest`` reads as 0 on every node: a scalar
+    resource the pod does not request, a resource upstream does not score (``pods``,
+    unprefixed names) and a resource no node has. A node lacking a scored resource has
+    allocatable 0 there, which the kernels skip per node."""
     width = snap.allocatable.shape[1]
-    index: list[int] = []
-    rows: list[int] = []
-    # Upstream scores cpu and memory by their non-zero requests unless told otherwise.
-    non_zero: list[bool] = []
-    for j, res in enumerate(resources):
+    rows: list[tuple[int, int, int, int]] = []
+    for res, request in zip(resources, pod_requests, strict=True):
         name = res.name
         scalar = is_scalar_resource(name)
-        if (scalar and pod_requests[j] == 0) or (not scalar and name not in _FIXED_ORDER):
+        if (scalar and request == 0) or (not scalar and name not in _FIXED_ORDER):
             continue
         c = snap.resources.get(name)
         if c is None or c >= width:
             continue
-        index.append(j)
-        rows.append(c)
-        non_zero.append(name in (CPU, MEMORY) and not use_requested)
-    pod = np.array([pod_requests[j] for j in index], dtype=np.int64).reshape(len(index), 1)
-    if not index:
-        empty = np.zeros((0, len(nodes)), dtype=np.int64)
-        return ScoreInputs((), empty, empty, pod)
-    alloc = snap.units("allocatable", tuple(rows), nodes)
-    if all(non_zero):
-        used = snap.units("non_zero", tuple(rows), nodes)
-    elif not any(non_zero):
-        used = snap.units("requested", tuple(rows), nodes)
-    else:
-        used = np.concatenate([snap.units("non_zero" if nz else "requested", (c,), nodes)
-                               for c, nz in zip(rows, non_zero, strict=True)])
-    return ScoreInputs(tuple(index), alloc, used, pod)
-
-
-def _weighted(scores: IntArray, include: BoolArray, weights: IntArray) -> tuple[IntArray, IntArray]:
-    w = np.where(include, weights, 0)
-    return (scores * w).sum(axis=1), w.sum(axis=1)
-
-
-def least_allocated(alloc: IntArray, requested: IntArray, weights: IntArray) -> IntArray:
-    """Free share of each resource × 100, weighted mean (integer division); over-committed
-    resources score 0."""
-    valid = alloc != 0
-    safe = np.where(valid, alloc, 1)
-    per = np.where(requested > alloc, 0, (alloc - requested) * MAX_NODE_SCORE // safe)
-    total, weight_sum = _weighted(per, valid, weights)
-    return np.where(weight_sum == 0, 0, total // np.maximum(weight_sum, 1))
-
-
-def most_allocated(alloc: IntArray, requested: IntArray, weights: IntArray) -> IntArray:
-    """Used share of each resource × 100 (requested capped at allocatable), weighted mean."""
-    valid = alloc != 0
-    safe = np.where(valid, alloc, 1)
-    per = np.minimum(requested, alloc) * MAX_NODE_SCORE // safe
-    total, weight_sum = _weighted(per, valid, weights)
-    return np.where(weight_sum == 0, 0, total // np.maximum(weight_sum, 1))
-
-
-def requested_to_capacity_ratio(alloc: IntArray, requested: IntArray, weights: IntArray,
-                                shape: BrokenLinearFunction) -> IntArray:
-    """The shape applied to utilization (100 when over-committed), weighted mean rounded half
-    away from zero; resources scoring 0 leave both the sum and the weight sum, as upstream."""
-    valid = alloc != 0
-    safe = np.where(valid, alloc, 1)
-    util = np.where(requested > alloc, MAX_UTILIZATION, requested * MAX_UTILIZATION // safe)
-    per = shape(util)
-    total, weight_sum = _weighted(per, valid & (per > 0), weights)
-    # math.Round(a / b) for non-negative a and small positive b, in exact integers.
-    rounded = (2 * total + weight_sum) // np.maximum(2 * weight_sum, 1)
-    return np.where(weight_sum == 0, 0, rounded)
-
-
-def _dense_share(inputs: ScoreInputs, weights: IntArray, most: bool) -> IntArray:
-    """Least/MostAllocated when every candidate has every scored resource: the masked scorers'
-    integer formulas for all scored resources at once, with a constant weight sum."""
-    w = weights.take(inputs.index)
-    # With equal weights sum(s * w) / (k * w) is sum(s) / k: they cancel exactly.
-    equal = bool(np.count_nonzero(w == w[0]) == len(w))
-    per = inputs.used + inputs.pod
-    if most:
-        np.minimum(per, inputs.alloc, out=per)
-    else:
-        # Over-committed scores 0: clipping the free amount at 0 gives exactly that.
-        np.subtract(inputs.alloc, per, out=per)
-        np.maximum(per, 0, out=per)
-    per *= MAX_NODE_SCORE
-    per //= inputs.alloc
-    if equal:
-        weight_sum = len(w)
-    else:
-        per *= w.reshape(len(w), 1)
-        weight_sum = int(w.sum())
-    total: IntArray = per[0] if len(per) == 1 else np.add.reduce(per, axis=0)
-    if weight_sum != 1:
-        total //= weight_sum
-    return total
+        # Upstream scores cpu and memory by their non-zero requests unless told otherwise.
+        rows.append((c, request, res.weight, int(name in (CPU, MEMORY) and not use_requested)))
+    plan = np.zeros((kernels.PLAN_ROWS, len(rows)), dtype=np.int64)
+    for j, row in enumerate(rows):
+        plan[:, j] = row
+    return plan
 
 
 # ---- plugin ----------------------------------------------------------------------------------
@@ -356,23 +248,15 @@ class PreFilterState(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class PreScoreState:
-    pod_requests: tuple[int, ...]
+    plan: IntArray
 
 
 _ORDER_CACHE_LIMIT = 1024
-# Columns of ``1 << j``: a node's failed checks become one integer, in the narrowest type that
-# holds them (narrow integers keep the per-node work cheap).
+# Failed checks are kept as bits of one int64 per node, so up to 63 checks.
 _MAX_BITS = 63
 _UNMEETABLE = np.iinfo(np.int64).max
-_SHIFTS = np.left_shift(1, np.arange(_MAX_BITS, dtype=np.int64)).reshape(_MAX_BITS, 1)
-_WEIGHTS_8 = _SHIFTS[:8].astype(np.uint8)
-_WEIGHTS_16 = _SHIFTS[:16].astype(np.uint16)
-
-
-def _bit_weights(m: int) -> npt.NDArray[np.integer[Any]]:
-    if m <= 8:
-        return _WEIGHTS_8[:m]
-    return _WEIGHTS_16[:m] if m <= 16 else _SHIFTS[:m]
+_NO_ROWS = np.zeros((0, 0), dtype=np.bool_)
+_NO_SHAPE = np.zeros((2, 1), dtype=np.int64)
 
 
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin,
@@ -385,16 +269,22 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         strategy = args.scoring_strategy
         self._resources = strategy.resources
-        self._weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
-        self._most = strategy.type == MOST_ALLOCATED
-        self._shape: BrokenLinearFunction | None = None
-        if strategy.type == REQUESTED_TO_CAPACITY_RATIO and strategy.shape is not None:
+        self._strategy = kernels.LEAST
+        self._shape = _NO_SHAPE
+        if strategy.type == MOST_ALLOCATED:
+            self._strategy = kernels.MOST
+        elif strategy.type == REQUESTED_TO_CAPACITY_RATIO and strategy.shape is not None:
+            self._strategy = kernels.RATIO
             factor = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
-            self._shape = BrokenLinearFunction(
-                [FunctionShapePoint(p.utilization, p.score * factor) for p in strategy.shape])
+            self._shape = np.array([[p.utilization for p in strategy.shape],
+                                    [p.score * factor for p in strategy.shape]], dtype=np.int64)
         # Resource names of a request map (in its order) -> the names Filter checks, in
         # upstream's order. Pods share a handful of such shapes.
         self._orders: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        # Per pod shape and state columns: Filter's columns and requests, Score's plan.
+        self._checks: kernels.PlanCache[PreFilterState, tuple[IntArray, IntArray]] = \
+            kernels.PlanCache()
+        self._plans: kernels.PlanCache[tuple[int, ...], IntArray] = kernels.PlanCache()
 
     # ---- filter ----
     def _ignored_resource(self, name: str) -> bool:
@@ -430,73 +320,66 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         state.write(PRE_FILTER_KEY, self.compute_pre_filter_state(pod))
         return None, SUCCESS
 
+    def _filter_columns(self, s: PreFilterState, snap: ClusterState) -> tuple[IntArray, IntArray]:
+        """State column and request of each check after the pod-slot one. A resource no node
+        has reads column 0 against a request nothing can meet, so it fails everywhere and
+        unresolvably, as upstream's zero allocatable does."""
+        hit = self._checks.get(snap, s)
+        if hit is None:
+            width = snap.allocatable.shape[1]
+            columns: list[int] = []
+            requests: list[int] = []
+            for name, request in zip(s.names, s.requests, strict=True):
+                c = snap.resources.get(name)
+                if c is None or c >= width:
+                    c, request = 0, _UNMEETABLE
+                columns.append(c)
+                requests.append(request)
+            hit = self._checks.put(s, (np.array(columns, dtype=np.int64),
+                                       np.array(requests, dtype=np.int64)))
+        return hit
+
     def filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                nodes: IntArray) -> FilterResult:
         s = state.get(PRE_FILTER_KEY)
         if not isinstance(s, PreFilterState):
             s = self.compute_pre_filter_state(pod)
-        # One check per requested resource, each over one contiguous column. A resource no
-        # node has reads column 0 against a request nothing can meet, so it fails everywhere
-        # and unresolvably, as upstream's zero allocatable does.
-        width = snap.allocatable.shape[1]
-        n = len(nodes)
-        # Row 0: the pod-slot check; row j: check j.
-        failed = np.empty((1 + len(s.names), n), dtype=np.bool_)
-        np.greater_equal(snap.per_node(snap.pod_count, nodes), snap.per_node(snap.max_pods, nodes),
-                         out=failed[0])
-        checks: list[tuple[int, int]] = []
-        free = snap.free
-        for j, (name, request) in enumerate(zip(s.names, s.requests, strict=True), start=1):
-            c = snap.resources.get(name)
-            if c is None or c >= width:
-                c, request = 0, _UNMEETABLE
-            np.less(snap.per_node(free[:, c], nodes), request, out=failed[j])
-            checks.append((c, request))
-        any_failed: BoolArray = np.logical_or.reduce(failed, axis=0)
-        if not np.logical_or.reduce(any_failed):
-            return all_pass(n)
-        # Codes now; the reason table only if someone reads it. A failed request larger than
-        # the node's whole allocatable is unresolvable (a failure there is implied: the free
-        # amount never exceeds allocatable), so the code is 2 per failed node plus 1 per
-        # unresolvable one.
-        unresolvable = np.zeros(n, dtype=np.bool_)
-        for c, request in checks:
-            unresolvable |= snap.per_node(snap.allocatable[:, c], nodes) < request
-        codes: CodeArray = any_failed.view(np.int8) * np.int8(Code.UNSCHEDULABLE)
-        codes += unresolvable.view(np.int8)
-        return FilterResult(codes, explain=lambda: self._reasons(s, failed))
-
-    @staticmethod
-    def _reasons(s: PreFilterState, failed: BoolArray) -> tuple[IdArray, list[tuple[str, ...]]]:
-        """Reason ids and table: bit j of a node's pattern is row j of ``failed``, so each
-        combination of failed checks becomes one reason tuple."""
-        if len(failed) > _MAX_BITS:
-            return reason_table(failed.T, s.labels)
-        weights = _bit_weights(len(failed))
-        bits = np.bitwise_or.reduce(failed.view(np.uint8) * weights, axis=0)
-        return reason_table_from_bits(bits, s.labels)
+        columns, requests = self._filter_columns(s, snap)
+        checks = 1 + len(columns)
+        # Past 63 checks the bits cannot hold them all: the kernel then records each verdict.
+        failed = _NO_ROWS if checks <= _MAX_BITS else np.zeros((checks, len(nodes)), np.bool_)
+        failures, bits, codes = kernels.fit_filter(
+            snap.free, snap.allocatable, snap.pod_count, snap.max_pods, nodes, columns,
+            requests, failed)
+        if not failures:
+            return all_pass(len(nodes))
+        # The reason table only if someone reads it.
+        if checks > _MAX_BITS:
+            return FilterResult(codes, explain=lambda: reason_table(failed.T, s.labels))
+        return FilterResult(codes, explain=lambda: reason_table_from_bits(bits, s.labels))
 
     # ---- score ----
+    def _plan(self, pod: PodInfo, snap: ClusterState) -> IntArray:
+        requests = pod_score_requests(pod, self._resources, use_requested=False)
+        plan = self._plans.get(snap, requests)
+        if plan is None:
+            plan = self._plans.put(requests, score_plan(snap, self._resources, requests,
+                                                        use_requested=False))
+        return plan
+
     def pre_score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                   nodes: IntArray) -> Status:
-        state.write(PRE_SCORE_KEY, PreScoreState(
-            pod_score_requests(pod, self._resources, use_requested=False)))
+        state.write(PRE_SCORE_KEY, PreScoreState(self._plan(pod, snap)))
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
               nodes: IntArray) -> IntArray:
         s = state.get(PRE_SCORE_KEY)
-        requests = s.pod_requests if isinstance(s, PreScoreState) else \
-            pod_score_requests(pod, self._resources, use_requested=False)
-        inputs = score_inputs(snap, nodes, self._resources, requests, use_requested=False)
-        if self._shape is None and inputs.dense:
-            return _dense_share(inputs, self._weights, self._most)
-        alloc, requested = inputs.matrices(len(nodes), len(self._resources))
-        if self._shape is not None:
-            return requested_to_capacity_ratio(alloc, requested, self._weights, self._shape)
-        if self._most:
-            return most_allocated(alloc, requested, self._weights)
-        return least_allocated(alloc, requested, self._weights)
+        plan = s.plan if isinstance(s, PreScoreState) else self._plan(pod, snap)
+        scores: IntArray = kernels.share_scores(
+            snap.allocatable_units, snap.requested_units, snap.non_zero_units, nodes, plan,
+            self._strategy, self._shape)
+        return scores
 
     def events_to_register(self) -> list[ClusterEvent]:
         """A deleted or scaled-down pod frees resources; a new node or a larger allocatable
