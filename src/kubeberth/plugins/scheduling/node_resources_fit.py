@@ -348,9 +348,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         checks = 1 + len(columns)
         # Past 63 checks the bits cannot hold them all: the kernel then records each verdict.
         failed = _NO_ROWS if checks <= _MAX_BITS else np.zeros((checks, len(nodes)), np.bool_)
+        ids = kernels.every_node_ids(len(nodes)) if snap.every_node(nodes) else nodes
         failures, bits, codes = kernels.fit_filter(
-            snap.free, snap.allocatable, snap.pod_count, snap.max_pods, nodes, columns,
-            requests, failed)
+            snap.free, snap.allocatable, snap.pod_count, snap.max_pods, ids, columns, requests,
+            failed)
         if not failures:
             return all_pass(len(nodes))
         # The reason table only if someone reads it.

@@ -104,6 +104,37 @@ def share_scores(allocatable: IntArray, requested: IntArray, non_zero: IntArray,
     n = len(nodes)
     m = plan.shape[1]
     out = np.zeros(n, dtype=np.int64)
+    if m == 2 and strategy != RATIO:
+        # The common case with the loop-invariant plan in registers; the same formulas.
+        c0, c1 = plan[PLAN_COLUMN, 0], plan[PLAN_COLUMN, 1]
+        p0, p1 = plan[PLAN_POD, 0], plan[PLAN_POD, 1]
+        w0, w1 = plan[PLAN_WEIGHT, 0], plan[PLAN_WEIGHT, 1]
+        used0 = non_zero if plan[PLAN_NON_ZERO, 0] else requested
+        used1 = non_zero if plan[PLAN_NON_ZERO, 1] else requested
+        most = strategy == MOST
+        for k in range(n):
+            i = nodes[k]
+            total = 0
+            weight_sum = 0
+            alloc = allocatable[i, c0]
+            if alloc != 0:
+                req = used0[i, c0] + p0
+                if most:
+                    total += min(req, alloc) * MAX_SCORE // alloc * w0
+                elif req <= alloc:
+                    total += (alloc - req) * MAX_SCORE // alloc * w0
+                weight_sum += w0
+            alloc = allocatable[i, c1]
+            if alloc != 0:
+                req = used1[i, c1] + p1
+                if most:
+                    total += min(req, alloc) * MAX_SCORE // alloc * w1
+                elif req <= alloc:
+                    total += (alloc - req) * MAX_SCORE // alloc * w1
+                weight_sum += w1
+            if weight_sum != 0:
+                out[k] = total // weight_sum
+        return out
     utils = shape[0]
     points = shape[1]
     last = shape.shape[1] - 1
@@ -163,8 +194,31 @@ def balanced_scores(allocatable: IntArray, requested: IntArray, nodes: IntArray,
     n = len(nodes)
     m = plan.shape[1]
     out = np.empty(n, dtype=np.int64)
-    fractions = np.empty(max(m, 1), dtype=np.float64)
     half = MAX_SCORE // 2
+    if m == 2:
+        # The common case with the loop-invariant plan in registers; the same formulas.
+        c0, c1 = plan[PLAN_COLUMN, 0], plan[PLAN_COLUMN, 1]
+        p0, p1 = plan[PLAN_POD, 0], plan[PLAN_POD, 1]
+        for k in range(n):
+            i = nodes[k]
+            a0 = allocatable[i, c0]
+            a1 = allocatable[i, c1]
+            change = half
+            if a0 != 0 and a1 != 0:  # else at most one fraction: balance 100 either way
+                u0 = requested[i, c0]
+                u1 = requested[i, c1]
+                f0 = min(float(u0 + p0) / float(a0), 1.0)
+                f1 = min(float(u1 + p1) / float(a1), 1.0)
+                change += int((1.0 - abs(f0 - f1) / 2) * float(MAX_SCORE))
+                f0 = min(float(u0) / float(a0), 1.0)
+                f1 = min(float(u1) / float(a1), 1.0)
+                change -= int((1.0 - abs(f0 - f1) / 2) * float(MAX_SCORE))
+            q = change // 2
+            if q < 0 and q * 2 != change:
+                q += 1
+            out[k] = half + q
+        return out
+    fractions = np.empty(max(m, 1), dtype=np.float64)
     for k in range(n):
         i = nodes[k]
         change = half
@@ -202,6 +256,19 @@ def balanced_scores(allocatable: IntArray, requested: IntArray, nodes: IntArray,
             q += 1
         out[k] = half + q
     return out
+
+
+_IDS: list[IntArray] = [np.arange(1024, dtype=np.int64)]
+
+
+def every_node_ids(n: int) -> IntArray:
+    """``0 .. n-1`` as a writeable array, to pass for every node: the state's own node ids are
+    read-only, and numba types a read-only argument through a slow path (~1 µs a call).
+    Kernels never write their ``nodes``."""
+    ids = _IDS[0]
+    if len(ids) < n:
+        ids = _IDS[0] = np.arange(max(n, 2 * len(ids)), dtype=np.int64)
+    return ids[:n]
 
 
 K = TypeVar("K", bound=Hashable)
