@@ -6,6 +6,7 @@ node subsets, more checks than fit in one integer's bits."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -29,7 +30,7 @@ UNIVERSE = (CPU, MEMORY, EPHEMERAL, FOO, BAR, HUGE)
 FIXED = (CPU, MEMORY, EPHEMERAL)
 
 
-# ---- random clusters -----------------------------------------------------------------------------
+# ---- random clusters ---------------------------------------------------------------------------
 def _quantity(name: str, amount: int) -> str | int:
     if name == CPU:
         return f"{amount * 250}m"
@@ -86,7 +87,7 @@ def _scale(name: str) -> int:
     return 1 if name == CPU else 1000
 
 
-# ---- reference formulas ----------------------------------------------------------------------
+# ---- reference formulas ------------------------------------------------------------------------
 def ref_filter(w: World, i: int, pod: PodInfo, ignored: tuple[str, ...]
                ) -> tuple[int, tuple[str, ...]]:
     """Upstream ``fitsRequest`` on node ``i``: (code, reasons)."""
@@ -133,7 +134,7 @@ def _scored(w: World, i: int, pod: PodInfo, resources: list[tuple[str, int]],
 def _broken_linear(shape: list[tuple[int, int]], p: int) -> int:
     if p <= shape[0][0]:
         return shape[0][1]
-    for (u0, s0), (u1, s1) in zip(shape, shape[1:], strict=False):
+    for (u0, s0), (u1, s1) in itertools.pairwise(shape):
         if p <= u1:
             return s0 + int((s1 - s0) * (p - u0) / (u1 - u0))
     return shape[-1][1]
@@ -188,7 +189,7 @@ def ref_balanced(w: World, i: int, pod: PodInfo, names: list[str]) -> int:
 def _fit_args(rng: np.random.Generator) -> tuple[dict[str, Any], str, list[tuple[str, int]],
                                                  list[tuple[int, int]]]:
     kind = str(rng.choice(["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]))
-    names = [str(n) for n in rng.permutation(UNIVERSE + ("pods",))[: int(rng.integers(1, 6))]]
+    names = [str(n) for n in rng.permutation((*UNIVERSE, "pods"))[: int(rng.integers(1, 6))]]
     resources = [(n, int(rng.integers(1, 6))) for n in names]
     utils = sorted(int(u) for u in rng.choice(101, size=int(rng.integers(1, 5)), replace=False))
     shape = [(u, int(rng.integers(0, 11))) for u in utils]
@@ -224,7 +225,7 @@ def _scores(plugin: Any, pod: PodInfo, snap: ClusterState, nodes: IntArray) -> l
     return [int(s) for s in plugin.score(state, pod, snap, nodes)]
 
 
-# ---- tests ---------------------------------------------------------------------------------------
+# ---- tests -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("seed", range(40))
 def test_filter_matches_fits_request(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -256,7 +257,7 @@ def test_fit_scores_match_the_scorers(seed: int) -> None:
 def test_balanced_scores_match_the_balance_change(seed: int) -> None:
     rng = np.random.default_rng(200 + seed)
     w = World(rng, int(rng.integers(1, 25)))
-    names = [str(n) for n in rng.permutation(UNIVERSE + ("pods",))[: int(rng.integers(1, 7))]]
+    names = [str(n) for n in rng.permutation((*UNIVERSE, "pods"))[: int(rng.integers(1, 7))]]
     plugin = balanced_allocation.new({"resources": [{"name": n} for n in names]}, handle())
     for _ in range(4):
         pod = w.pod(rng)
@@ -337,7 +338,7 @@ def test_plans_follow_new_resource_columns() -> None:
     assert _scores(most, pod, snap, snap.node_ids()) == [25, 25, 25]
 
 
-# ---- compiled vs interpreted -----------------------------------------------------------------------
+# ---- compiled vs interpreted -------------------------------------------------------------------
 def _python(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The kernel's plain Python form (what NUMBA_DISABLE_JIT=1 runs)."""
     wrapped: Callable[..., Any] = fn.__wrapped__  # type: ignore[attr-defined]
@@ -362,7 +363,8 @@ def test_compiled_kernels_equal_their_python_form(seed: int) -> None:
     shape = np.array([[0, 30, 80, 100], [0, 70, 40, 100]], dtype=np.int64)
     for strategy in (kernels.LEAST, kernels.MOST, kernels.RATIO):
         args = (alloc, requested, non_zero, nodes, plan, strategy, shape)
-        assert kernels.share_scores(*args).tolist() == _python(kernels.share_scores)(*args).tolist()
+        fast = kernels.share_scores(*args)
+        assert fast.tolist() == _python(kernels.share_scores)(*args).tolist()
     args2 = (alloc, requested, nodes, plan)
     assert kernels.balanced_scores(*args2).tolist() == \
         _python(kernels.balanced_scores)(*args2).tolist()

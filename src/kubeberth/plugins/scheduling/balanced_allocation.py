@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from kubeberth.api.errors import InputError
 from kubeberth.framework.cycle_state import CycleState
 from kubeberth.framework.handle import Handle
@@ -67,11 +69,6 @@ class NodeResourcesBalancedAllocationArgs:
                                  expected="weight 1 (or omitted)")
 
 
-@dataclass(frozen=True, slots=True)
-class PreScoreState:
-    plan: IntArray
-
-
 class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     name = NAME
 
@@ -93,13 +90,14 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         if not any(requests):
             # Best-effort pods would all pile onto one node (kubernetes issue #129138).
             return SKIP
-        state.write(PRE_SCORE_KEY, PreScoreState(self._plan(requests, snap)))
+        # The plan itself is the state (shared by pods of this shape; kernels never write it).
+        state.write(PRE_SCORE_KEY, self._plan(requests, snap))
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
               nodes: IntArray) -> IntArray:
         s = state.get(PRE_SCORE_KEY)
-        plan = s.plan if isinstance(s, PreScoreState) else self._plan(
+        plan = s if isinstance(s, np.ndarray) else self._plan(
             pod_score_requests(pod, self.args.resources, use_requested=True), snap)
         scores: IntArray = balanced_scores(snap.allocatable_units, snap.requested_units, nodes,
                                            plan)

@@ -195,17 +195,13 @@ def _validate_shape(shape: Sequence[UtilizationShapePoint], where: str) -> None:
 
 
 # ---- resource allocation (shared with BalancedAllocation) --------------------------------------
-def _scale(name: str) -> int:
-    """Milli-units per upstream unit: cpu is read in millicores, everything else whole."""
-    return 1 if name == CPU else 1000
-
-
 def pod_score_requests(pod: PodInfo, resources: Sequence[ResourceSpec],
                        use_requested: bool) -> tuple[int, ...]:
-    """Upstream ``calculatePodResourceRequestList`` in upstream units: the non-zero requests
-    (scoring defaults for containers without cpu/memory) unless ``use_requested``."""
+    """Upstream ``calculatePodResourceRequestList`` in upstream units (millicores, whole units):
+    the non-zero requests (scoring defaults for containers without cpu/memory) unless
+    ``use_requested``."""
     source = pod.requests if use_requested else pod.non_zero
-    return tuple(source.get(r.name, 0) // _scale(r.name) for r in resources)
+    return tuple([source.get(r.name, 0) // (1 if r.name == CPU else 1000) for r in resources])
 
 
 def score_plan(snap: ClusterState, resources: Sequence[ResourceSpec],
@@ -244,11 +240,6 @@ class PreFilterState(NamedTuple):
     names: tuple[str, ...]
     requests: tuple[int, ...]
     labels: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class PreScoreState:
-    plan: IntArray
 
 
 _ORDER_CACHE_LIMIT = 1024
@@ -370,13 +361,14 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def pre_score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                   nodes: IntArray) -> Status:
-        state.write(PRE_SCORE_KEY, PreScoreState(self._plan(pod, snap)))
+        # The plan itself is the state (shared by pods of this shape; kernels never write it).
+        state.write(PRE_SCORE_KEY, self._plan(pod, snap))
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
               nodes: IntArray) -> IntArray:
         s = state.get(PRE_SCORE_KEY)
-        plan = s.plan if isinstance(s, PreScoreState) else self._plan(pod, snap)
+        plan = s if isinstance(s, np.ndarray) else self._plan(pod, snap)
         scores: IntArray = kernels.share_scores(
             snap.allocatable_units, snap.requested_units, snap.non_zero_units, nodes, plan,
             self._strategy, self._shape)
