@@ -206,3 +206,19 @@ def test_row_accounting_equals_the_numpy_formulas() -> None:
         for got, want in zip((requested, non_zero, free, req_units, nz_units),
                              (exp_req, exp_nz, exp_free, exp_ru, exp_nu), strict=True):
             np.testing.assert_array_equal(got, want)
+
+
+def test_pod_vectors_of_a_known_shape_follow_a_new_column() -> None:
+    # The first pod's shape is kept; a second pod of that shape after a column appeared must
+    # not get the old, narrower vector.
+    s = ClusterState()
+    s.add_node(node("n0"))
+    first = pod("a", 0, None)
+    s.add_pod(first, 0)
+    s.col("example.com/new")
+    second = pod("b", 0, None)
+    req, nz = s.pod_vectors(second)
+    assert len(req) == len(nz) == len(s.resources)
+    assert s.resources.known_vector(second.requests) is req
+    s.add_pod(second, 0)
+    np.testing.assert_array_equal(s.requested[0, : len(req)], 2 * req)

@@ -97,6 +97,10 @@ class ResourceIndex:
     def __contains__(self, name: object) -> bool:
         return name in self._cols
 
+    def known_vector(self, values: dict[str, int]) -> IntArray | None:
+        """:meth:`vector` when this map's vector is kept for the current columns, else None."""
+        return self._vectors.get(tuple(values.items()))
+
     def vector(self, values: dict[str, int]) -> IntArray:
         """``values`` as a vector in column order (read-only: equal maps share one)."""
         key = tuple(values.items())
@@ -154,12 +158,18 @@ class PodInfo:
     def vectors(self, index: ResourceIndex) -> tuple[IntArray, IntArray]:
         """Request and non-zero request vectors in the index's current column order."""
         if self._vec_version != index.version:
-            for name in self.requests:
-                index.add(name)
-            for name in self.non_zero:
-                index.add(name)
-            self._req = index.vector(self.requests)
-            self._nz = index.vector(self.non_zero)
+            # A shape seen before has all its columns already (the memo empties when one is
+            # added), so only a new shape needs the columns checked.
+            req = index.known_vector(self.requests)
+            nz = index.known_vector(self.non_zero)
+            if req is None or nz is None:
+                for name in self.requests:
+                    index.add(name)
+                for name in self.non_zero:
+                    index.add(name)
+                req = index.vector(self.requests)
+                nz = index.vector(self.non_zero)
+            self._req, self._nz = req, nz
             self._vec_version = index.version
         return self._req, self._nz
 
