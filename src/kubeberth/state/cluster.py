@@ -8,7 +8,9 @@ resource); every quantity is an int64 in milli-units (see :mod:`kubeberth.api.qu
 Derived matrices are kept alongside and updated by the same calls that change their sources, so
 they are never stale: the free amount (allocatable minus requested) that Filter compares, and
 the three matrices in upstream's units (millicores for cpu, whole units for everything else)
-that Score reads, so no plugin converts units per cycle.
+that Score reads, so no plugin converts units per cycle. Binding a pod is one compiled call for
+those rows (see :mod:`kubeberth.state.jit`), and the state counts bound pods per priority and
+those with pod (anti-)affinity, so plugins can tell in O(1) that no pod could matter to them.
 
 Node indices never change: a removed node is masked out (``present``), so index-keyed caches and
 traces stay valid and iteration order is the insertion order, which makes runs reproducible.
