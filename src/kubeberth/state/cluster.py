@@ -8,7 +8,9 @@ resource); every quantity is an int64 in milli-units (see :mod:`kubeberth.api.qu
 Derived matrices are kept alongside and updated by the same calls that change their sources, so
 they are never stale: the free amount (allocatable minus requested) that Filter compares, and
 the three matrices in upstream's units (millicores for cpu, whole units for everything else)
-that Score reads, so no plugin converts units per cycle.
+that Score reads, so no plugin converts units per cycle. Binding a pod is one compiled call for
+those rows (see :mod:`kubeberth.state.jit`), and the state counts bound pods per priority and
+those with pod (anti-)affinity, so plugins can tell in O(1) that no pod could matter to them.
 
 Node indices never change: a removed node is masked out (``present``), so index-keyed caches and
 traces stay valid and iteration order is the insertion order, which makes runs reproducible.
@@ -44,6 +46,7 @@ from kubeberth.api.resources import (
     pod_requests,
 )
 from kubeberth.state.gpu import GpuDevices, best_fit_devices
+from kubeberth.state.jit import kernel
 from kubeberth.state.objects import SchedulingObjects
 
 IntArray = npt.NDArray[np.int64]
@@ -57,6 +60,8 @@ _MATRICES = ("allocatable", "requested", "non_zero_requested", "free", "allocata
 _UNIT_MATRICES = {"allocatable": "allocatable_units", "requested": "requested_units",
                   "non_zero": "non_zero_units"}
 _INITIAL_NODES = 64
+# Distinct request maps whose vectors ResourceIndex keeps (a bound on a long run's memory).
+_MAX_SHAPES = 4096
 # Real GPU servers have at most a few dozen devices; more is a pool (a virtual node).
 MAX_MODELLED_DEVICES = 64
 
@@ -64,11 +69,13 @@ MAX_MODELLED_DEVICES = 64
 class ResourceIndex:
     """Resource name → column. Grows as new resource names appear; ``version`` tells caches."""
 
-    __slots__ = ("_cols", "names", "version")
+    __slots__ = ("_cols", "_vectors", "names", "version")
 
     def __init__(self, names: Iterable[str] = _BASE_RESOURCES) -> None:
         self.names: list[str] = []
         self._cols: dict[str, int] = {}
+        # Pods come in few shapes: one read-only vector per request map and column layout.
+        self._vectors: dict[tuple[tuple[str, int], ...], IntArray] = {}
         self.version = 0
         for name in names:
             self.add(name)
@@ -80,6 +87,7 @@ class ResourceIndex:
             self.names.append(name)
             self._cols[name] = col
             self.version += 1
+            self._vectors.clear()
         return col
 
     def get(self, name: str) -> int | None:
@@ -91,10 +99,22 @@ class ResourceIndex:
     def __contains__(self, name: object) -> bool:
         return name in self._cols
 
+    def known_vector(self, values: dict[str, int]) -> IntArray | None:
+        """:meth:`vector` when this map's vector is kept for the current columns, else None."""
+        return self._vectors.get(tuple(values.items()))
+
     def vector(self, values: dict[str, int]) -> IntArray:
-        vec = np.zeros(len(self.names), dtype=np.int64)
-        for name, v in values.items():
-            vec[self._cols[name]] = v
+        """``values`` as a vector in column order (read-only: equal maps share one)."""
+        key = tuple(values.items())
+        vec = self._vectors.get(key)
+        if vec is None:
+            if len(self._vectors) >= _MAX_SHAPES:
+                self._vectors.clear()
+            vec = np.zeros(len(self.names), dtype=np.int64)
+            for name, v in key:
+                vec[self._cols[name]] = v
+            vec.flags.writeable = False
+            self._vectors[key] = vec
         return vec
 
 
@@ -117,6 +137,10 @@ class PodInfo:
     arrival: float = 0.0
     gpu: GpuDemand = NO_GPU
     gpu_devices: tuple[int, ...] = ()
+    # What ClusterState counted for this pod when it was added (see ``add_pod``), so removal
+    # takes back exactly that even if the pod object was replaced meanwhile.
+    _counted_priority: int = 0
+    _counted_pod_affinity: bool = False
     _vec_version: int = -1
     _req: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     _nz: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -136,14 +160,36 @@ class PodInfo:
     def vectors(self, index: ResourceIndex) -> tuple[IntArray, IntArray]:
         """Request and non-zero request vectors in the index's current column order."""
         if self._vec_version != index.version:
-            for name in self.requests:
-                index.add(name)
-            for name in self.non_zero:
-                index.add(name)
-            self._req = index.vector(self.requests)
-            self._nz = index.vector(self.non_zero)
+            # A shape seen before has all its columns already (the memo empties when one is
+            # added), so only a new shape needs the columns checked.
+            req = index.known_vector(self.requests)
+            nz = index.known_vector(self.non_zero)
+            if req is None or nz is None:
+                for name in self.requests:
+                    index.add(name)
+                for name in self.non_zero:
+                    index.add(name)
+                req = index.vector(self.requests)
+                nz = index.vector(self.non_zero)
+            self._req, self._nz = req, nz
             self._vec_version = index.version
         return self._req, self._nz
+
+
+@kernel
+def _account(requested: IntArray, non_zero: IntArray, free: IntArray, requested_units: IntArray,
+             non_zero_units: IntArray, allocatable: IntArray, scale: IntArray, node: int,
+             req: IntArray, nz: IntArray, sign: int) -> None:
+    """Add (``sign`` 1) or remove (-1) a pod's requests on row ``node`` and bring the row's
+    derived entries up to date: one compiled call instead of five numpy calls per bind."""
+    for c in range(req.shape[0]):
+        requested[node, c] += sign * req[c]
+        non_zero[node, c] += sign * nz[c]
+    for c in range(requested.shape[1]):
+        used = requested[node, c]
+        free[node, c] = allocatable[node, c] - used
+        requested_units[node, c] = used // scale[c]
+        non_zero_units[node, c] = non_zero[node, c] // scale[c]
 
 
 def _unit_scales(names: list[str]) -> IntArray:
@@ -235,6 +281,10 @@ class ClusterState:
         self.config_maps: dict[str, Mapping[str, str]] = {}
         self.config_maps_version = 0
         self.generation = 0
+        # Bound pods per priority, and how many bound pods carry pod (anti-)affinity: plugins
+        # ask "is there any?" in O(1) instead of walking every pod.
+        self.priority_counts: dict[int, int] = {}
+        self.pod_affinity_pods = 0
         self._label_cache: dict[str, npt.NDArray[np.object_]] = {}
         self._taint_groups: tuple[IntArray, list[tuple[Taint, ...]]] | None = None
         self._node_ids: IntArray | None = None
@@ -463,14 +513,19 @@ class ClusterState:
         if pi.node >= 0:
             raise RuntimeError(f"pod {pi.key} is already on node {self.node_names[pi.node]}")
         req, nz = self.pod_vectors(pi)
-        r = len(req)
-        self.requested[node, :r] += req
-        self.non_zero_requested[node, :r] += nz
-        self._derive_requested(node)
+        _account(self.requested, self.non_zero_requested, self.free, self.requested_units,
+                 self.non_zero_units, self.allocatable, self.unit_scale, node, req, nz, 1)
         self.pod_count[node] += 1
         self.pods_on_node[node][pi.key] = pi
         self.pods[pi.key] = pi
         pi.node = node
+        priority = pi._counted_priority = pi.priority
+        self.priority_counts[priority] = self.priority_counts.get(priority, 0) + 1
+        affinity = pi.pod.spec.affinity
+        if affinity is not None and (affinity.pod_affinity is not None
+                                     or affinity.pod_anti_affinity is not None):
+            pi._counted_pod_affinity = True
+            self.pod_affinity_pods += 1
         self.gpus.stamp[node] += 1
         if pi.gpu.count:
             self._place_gpu(pi, node)
@@ -484,11 +539,12 @@ class ClusterState:
             pi.gpu_devices = ()
             return
         gpus = self.gpus
-        devices = pi.gpu.devices
-        if not devices or not gpus.valid(node, pi.gpu, devices):
-            devices = best_fit_devices(gpus.free[node, : gpus.count[node]], pi.gpu)
+        demand = pi.gpu
+        devices = demand.devices
+        if not devices or not gpus.valid(node, demand, devices):
+            devices = best_fit_devices(gpus.free[node, : gpus.count[node]], demand)
         if devices:
-            gpus.take(node, pi.gpu, devices)
+            gpus.hold(node, demand, devices)
         else:
             self.gpu_unplaced += 1
         pi.gpu_devices = devices
@@ -520,14 +576,20 @@ class ClusterState:
         if node < 0:
             return
         req, nz = self.pod_vectors(pi)
-        r = len(req)
-        self.requested[node, :r] -= req
-        self.non_zero_requested[node, :r] -= nz
-        self._derive_requested(node)
+        _account(self.requested, self.non_zero_requested, self.free, self.requested_units,
+                 self.non_zero_units, self.allocatable, self.unit_scale, node, req, nz, -1)
         self.pod_count[node] -= 1
         del self.pods_on_node[node][pi.key]
         self.pods.pop(pi.key, None)
         pi.node = -1
+        left = self.priority_counts[pi._counted_priority] - 1
+        if left:
+            self.priority_counts[pi._counted_priority] = left
+        else:
+            del self.priority_counts[pi._counted_priority]
+        if pi._counted_pod_affinity:
+            pi._counted_pod_affinity = False
+            self.pod_affinity_pods -= 1
         self.gpus.stamp[node] += 1
         if pi.gpu_devices:
             self.gpus.give_back(node, pi.gpu, pi.gpu_devices)
@@ -535,6 +597,10 @@ class ClusterState:
         elif pi.gpu.count and node not in self.gpu_pooled:
             self.gpu_unplaced -= 1
         self.generation += 1
+
+    def has_priority_below(self, priority: int) -> bool:
+        """Whether some bound pod has a priority below ``priority`` (a preemption candidate)."""
+        return any(p < priority for p in self.priority_counts)
 
     def iter_pods(self) -> Iterator[PodInfo]:
         return iter(self.pods.values())

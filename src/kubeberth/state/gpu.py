@@ -125,8 +125,15 @@ class GpuDevices:
         if not self.valid(node, demand, devices):
             raise RuntimeError(f"devices {devices} of node slot {node} cannot hold "
                                f"{demand.count} × {demand.milli} milli-GPU")
+        self.hold(node, demand, devices)
+
+    def hold(self, node: int, demand: GpuDemand, devices: tuple[int, ...]) -> None:
+        """:meth:`take` without the check, for devices known to be valid (just chosen from
+        this node's free row, or checked by :meth:`valid`)."""
+        row = self.free[node]
+        milli = demand.milli
         for d in devices:
-            self.free[node, d] -= demand.milli
+            row[d] -= milli
         self._count_kind(node, demand, devices, 1)
 
     def give_back(self, node: int, demand: GpuDemand, devices: tuple[int, ...]) -> None:
@@ -153,13 +160,15 @@ class GpuDevices:
 
 
 # ---- device choice inside one node --------------------------------------------------------------
+# A node has at most a few dozen devices, so these walk a plain list: fewer steps than the
+# handful of numpy calls (each a few microseconds) the same choice would take.
 def whole_devices(free: IntArray, count: int) -> tuple[int, ...]:
     """The first ``count`` fully free devices by index (every policy takes whole GPUs this way,
     as the FGD artifact's ``AllocateExclusiveGpuId``); empty when there are not enough."""
-    idle = np.flatnonzero(free == MILLI_PER_GPU)
+    idle = [d for d, f in enumerate(free.tolist()) if f == MILLI_PER_GPU]
     if len(idle) < count:
         return ()
-    return tuple(int(d) for d in idle[:count])
+    return tuple(idle[:count])
 
 
 def best_fit_devices(free: IntArray, demand: GpuDemand) -> tuple[int, ...]:
@@ -167,20 +176,24 @@ def best_fit_devices(free: IntArray, demand: GpuDemand) -> tuple[int, ...]:
     whole-GPU pods: :func:`whole_devices`."""
     if not demand.is_share:
         return whole_devices(free, demand.count)
-    fits = np.flatnonzero(free >= demand.milli)
-    if len(fits) == 0:
-        return ()
-    return (int(fits[np.argmin(free[fits])]),)
+    best, least = -1, 0
+    milli = demand.milli
+    for d, f in enumerate(free.tolist()):
+        if f >= milli and (best < 0 or f < least):
+            best, least = d, f
+    return () if best < 0 else (best,)
 
 
 def worst_fit_devices(free: IntArray, demand: GpuDemand) -> tuple[int, ...]:
     """Share pods: the fitting device with the most free milli-GPU (lowest index on ties)."""
     if not demand.is_share:
         return whole_devices(free, demand.count)
-    fits = np.flatnonzero(free >= demand.milli)
-    if len(fits) == 0:
-        return ()
-    return (int(fits[np.argmax(free[fits])]),)
+    best, most = -1, 0
+    milli = demand.milli
+    for d, f in enumerate(free.tolist()):
+        if f >= milli and (best < 0 or f > most):
+            best, most = d, f
+    return () if best < 0 else (best,)
 
 
 def random_devices(free: IntArray, demand: GpuDemand,
@@ -188,7 +201,8 @@ def random_devices(free: IntArray, demand: GpuDemand,
     """Share pods: a fitting device drawn uniformly with the seeded generator."""
     if not demand.is_share:
         return whole_devices(free, demand.count)
-    fits = np.flatnonzero(free >= demand.milli)
-    if len(fits) == 0:
+    milli = demand.milli
+    fits = [d for d, f in enumerate(free.tolist()) if f >= milli]
+    if not fits:
         return ()
-    return (int(fits[int(rng.integers(len(fits)))]),)
+    return (fits[int(rng.integers(len(fits)))],)

@@ -59,6 +59,7 @@ from kubeberth.plugins.scheduling.default_preemption import (
     dry_run_candidates,
     fit_error_message,
     select_candidate,
+    select_victims_on_node,
 )
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo, make_pod_info
 
@@ -677,3 +678,43 @@ def test_args_error_is_located_in_profile() -> None:
         _world([_n("n1")], [], args={"minCandidateNodesAbsolute": -5})
     assert err.value.field is not None
     assert err.value.field.endswith("minCandidateNodesAbsolute")
+
+
+def _per_node_statuses(w: World, pod: PodInfo, offset: int) -> dict[int, Status]:
+    """What the node-by-node walk answers (a selector other than the default one never takes
+    the whole-cluster shortcut; this one is the default selector itself)."""
+    def select(*args: Any) -> tuple[list[PodInfo], int, Status]:
+        return select_victims_on_node(*args)
+    _, statuses = dry_run_candidates(w.fw, w.pre_filtered(pod), pod, w.snap,
+                                     w.snap.node_ids(), offset, 2, select=select)
+    return statuses
+
+
+@pytest.mark.parametrize("offset", [0, 2, 4])
+def test_no_lower_priority_pod_anywhere_answers_every_node_in_visiting_order(offset: int) -> None:
+    w = _world([_n(f"n{i}") for i in range(5)],
+               [_p(f"p{i}", f"n{i % 3}", cpu=300, priority=5) for i in range(6)])
+    pod = w.info(_p("same", priority=5))
+    candidates, statuses = dry_run_candidates(w.fw, w.pre_filtered(pod), pod, w.snap,
+                                              w.snap.node_ids(), offset, 2)
+    assert candidates == []
+    assert list(statuses) == [(offset + i) % 5 for i in range(5)]
+    slow = _per_node_statuses(w, pod, offset)
+    assert list(slow) == list(statuses)
+    assert [st.message() for st in statuses.values()] == [st.message() for st in slow.values()]
+
+
+def test_a_lower_priority_pod_bound_after_a_miss_is_found() -> None:
+    # The shortcut reads the state's live priority counts: a pod bound (or evicted) since the
+    # last preemption attempt changes the answer at once.
+    w = _world([_n("n0"), _n("n1")], [_p("a", "n0", cpu=1000, priority=5),
+                                      _p("b", "n1", cpu=400, priority=5)])
+    pod = w.info(_p("hi", priority=5))
+    nodes = w.snap.node_ids()
+    assert dry_run_candidates(w.fw, w.pre_filtered(pod), pod, w.snap, nodes, 0, 1)[0] == []
+    low = w.info(_p("low", cpu=600, priority=1))
+    w.snap.add_pod(low, w.node("n1"))
+    candidates, _ = dry_run_candidates(w.fw, w.pre_filtered(pod), pod, w.snap, nodes, 0, 1)
+    assert [(c.name, _names(c.victims)) for c in candidates] == [("n1", ["low"])]
+    w.snap.remove_pod(low)
+    assert dry_run_candidates(w.fw, w.pre_filtered(pod), pod, w.snap, nodes, 0, 1)[0] == []

@@ -272,11 +272,16 @@ def dry_run_candidates(fw: Framework, state: CycleState, pod: PodInfo, snap: Clu
     included). ``pdbs`` defaults to ``snap.pdbs``; ``select`` is the victim selection
     (CapacityScheduling brings its own). The snapshot is left exactly as it was.
     """
-    compiled = compile_pdbs(snap.pdbs if pdbs is None else pdbs)
     nodes = [int(n) for n in potential]
     non_violating: list[Candidate] = []
     violating: list[Candidate] = []
     statuses: dict[int, Status] = {}
+    if select is select_victims_on_node and not snap.has_priority_below(pod.priority):
+        # No bound pod anywhere has a lower priority: every node says so, in visiting order.
+        for i in range(len(nodes)):
+            statuses[nodes[(offset + i) % len(nodes)]] = _NO_VICTIMS_STATUS
+        return [], statuses
+    compiled = compile_pdbs(snap.pdbs if pdbs is None else pdbs)
     saved_pods = list(snap.pods.items())
     generation = snap.generation
     try:

@@ -392,6 +392,8 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         except InputError as err:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"parsing pod: {err}",))
         required, anti = terms.required_affinity, terms.required_anti_affinity
+        if not required and not anti and not snap.pod_affinity_pods:
+            return None, SKIP  # no bound pod has terms: the index would be empty
         with_anti = self._index.with_required_anti_affinity(snap)
         if not with_anti and not required and not anti:
             return None, SKIP
@@ -506,6 +508,8 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         has_constraints = bool(preferred or preferred_anti)
         if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return SKIP
+        if not has_constraints and not snap.pod_affinity_pods:
+            return SKIP  # no bound pod has terms: the index would be empty
         entries = self._index.entries(snap)
         if not has_constraints and not entries:
             return SKIP  # nothing could add to the score map

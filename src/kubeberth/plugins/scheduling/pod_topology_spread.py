@@ -389,7 +389,10 @@ def default_selector(pod: Pod) -> dict[str, str]:
     ``pod-template-hash`` for ReplicaSets a Deployment manages), and for a StatefulSet we drop
     the labels its controller adds per pod or per revision, which its selector cannot contain.
     """
-    owner = next((ref for ref in pod.metadata.owner_references if ref.controller), None)
+    refs = pod.metadata.owner_references
+    if not refs:
+        return {}
+    owner = next((ref for ref in refs if ref.controller), None)
     if owner is None or (owner.api_version, owner.kind) not in _SELECTOR_OWNERS:
         return {}
     labels = dict(pod.metadata.labels)
@@ -612,12 +615,12 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
                   nodes: IntArray) -> Status:
         if len(snap.node_ids()) == 0:
             return SKIP
-        n = snap.num_nodes
-        present = snap.present[:n]
         try:
             constraints = self._constraints(pod.pod, SCHEDULE_ANYWAY)
             if not constraints:
                 return SKIP
+            n = snap.num_nodes
+            present = snap.present[:n]
             doms = [self._domains.get(snap, c.key) for c in constraints]
             has_all = np.ones(n, dtype=np.bool_)
             for dom in doms:

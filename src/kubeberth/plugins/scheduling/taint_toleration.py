@@ -89,18 +89,18 @@ class _GroupIndex:
         self._groups = groups
 
 
-_MAX_SCORES: dict[int, IntArray] = {}
-_MAX_SCORES_LIMIT = 64
+_CONSTANT_SCORES: dict[tuple[int, int], IntArray] = {}
+_CONSTANT_SCORES_LIMIT = 64
 
 
-def _max_scores(n: int) -> IntArray:
-    """``n`` maximum scores, a read-only array shared between cycles of the same size (its
+def _constant_scores(n: int, value: int) -> IntArray:
+    """``n`` scores of ``value``, a read-only array shared between cycles of the same size (its
     content never changes, so sharing it cannot go stale)."""
-    hit = _MAX_SCORES.get(n)
+    hit = _CONSTANT_SCORES.get((n, value))
     if hit is None:
-        if len(_MAX_SCORES) >= _MAX_SCORES_LIMIT:
-            _MAX_SCORES.clear()
-        hit = _MAX_SCORES[n] = np.full(n, MAX_NODE_SCORE, dtype=np.int64)
+        if len(_CONSTANT_SCORES) >= _CONSTANT_SCORES_LIMIT:
+            _CONSTANT_SCORES.clear()
+        hit = _CONSTANT_SCORES[n, value] = np.full(n, value, dtype=np.int64)
         hit.flags.writeable = False
     return hit
 
@@ -146,7 +146,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
         group_of, groups = snap.taint_groups()
         self._index.update(groups)
         if not self._index.prefer:
-            return np.zeros(len(nodes), dtype=np.int64)
+            return _constant_scores(len(nodes), 0)
         s = state.get(PRE_SCORE_KEY)
         tolerations = s.tolerations if isinstance(s, PreScoreState) else \
             prefer_no_schedule_tolerations(pod)
@@ -161,7 +161,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
         if not self._index.prefer:
             # Score found no PreferNoSchedule taint anywhere: all zeros, which the reversed
             # normalisation turns into the maximum everywhere.
-            return _max_scores(len(scores))
+            return _constant_scores(len(scores), MAX_NODE_SCORE)
         return default_normalize_score(scores, reverse=True)
 
     def events_to_register(self) -> list[ClusterEvent]:
