@@ -56,9 +56,6 @@ _BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE)
 # The node × resource matrices, sources first, then those derived from them.
 _MATRICES = ("allocatable", "requested", "non_zero_requested", "free", "allocatable_units",
              "requested_units", "non_zero_units")
-# What :meth:`ClusterState.units` reads for each kind.
-_UNIT_MATRICES = {"allocatable": "allocatable_units", "requested": "requested_units",
-                  "non_zero": "non_zero_units"}
 _INITIAL_NODES = 64
 # Distinct request maps whose vectors ResourceIndex keeps (a bound on a long run's memory).
 _MAX_SHAPES = 4096
@@ -288,8 +285,6 @@ class ClusterState:
         self._label_cache: dict[str, npt.NDArray[np.object_]] = {}
         self._taint_groups: tuple[IntArray, list[tuple[Taint, ...]]] | None = None
         self._node_ids: IntArray | None = None
-        self._units_memo: tuple[IntArray | None, int, int, dict[tuple[str, tuple[int, ...]],
-                                                                IntArray]] = (None, 0, 0, {})
 
     # ---- sizes and views -------------------------------------------------------------------
     @property
@@ -318,35 +313,6 @@ class ClusterState:
             return values[: len(nodes)]
         gathered: IntArray = values.take(nodes, axis=0)
         return gathered
-
-    def units(self, kind: str, rows: tuple[int, ...], nodes: IntArray) -> IntArray:
-        """Resource columns ``rows`` of ``allocatable``, ``requested`` or ``non_zero`` (each
-        in upstream units) over ``nodes``, as a read-only rows × nodes array. Several score
-        plugins read the same columns in one cycle, so gathers are kept while the state
-        (``generation``, column count) is unchanged and the same read-only ``nodes`` array is
-        asked for; a writeable ``nodes`` could change under the memo and is gathered afresh."""
-        width = self.allocatable.shape[1]
-        if nodes.flags.writeable:
-            return self._gather_units(kind, rows, nodes)
-        memo = self._units_memo
-        if memo[0] is not nodes or memo[1] != self.generation or memo[2] != width:
-            memo = self._units_memo = (nodes, self.generation, width, {})
-        hit = memo[3].get((kind, rows))
-        if hit is None:
-            hit = memo[3][kind, rows] = self._gather_units(kind, rows, nodes)
-        return hit
-
-    def _gather_units(self, kind: str, rows: tuple[int, ...], nodes: IntArray) -> IntArray:
-        matrix = _UNIT_MATRICES[kind]
-        first = rows[0] if rows else 0
-        if rows == tuple(range(first, first + len(rows))):
-            source = getattr(self, matrix).T[first: first + len(rows)]
-        else:
-            source = getattr(self, matrix).T.take(rows, axis=0)
-        out: IntArray = source[:, : len(nodes)] if self.every_node(nodes) \
-            else source.take(nodes, axis=1)
-        out.flags.writeable = False
-        return out
 
     def col(self, resource: str) -> int:
         """Column of a resource, adding it (as a zero column) when first seen."""
