@@ -161,6 +161,8 @@ class Scheduler:
         self.next_start_node_index = 0
         self.clock = clock
         self._waiting: dict[str, tuple[QueuedPodInfo, CycleState]] = {}
+        # (percentage of nodes to score, node count) -> feasible nodes a cycle looks for.
+        self._to_find: dict[tuple[int | None, int], int] = {}
 
     # ---- queue front door ------------------------------------------------------------------
     def responsible_for(self, pod: PodInfo) -> bool:
@@ -266,23 +268,34 @@ class Scheduler:
                     result.evaluated = result.feasible = 1
                     return result
         start = self.next_start_node_index % len(nodes) if len(nodes) else 0
-        to_find = num_feasible_nodes_to_find(
-            fw.percentage_of_nodes_to_score if fw.percentage_of_nodes_to_score is not None
-            else self.config.percentage_of_nodes_to_score, num_all)
+        percentage = fw.percentage_of_nodes_to_score
+        if percentage is None:
+            percentage = self.config.percentage_of_nodes_to_score
+        to_find = self._to_find.get((percentage, num_all), -1)
+        if to_find < 0:
+            to_find = self._to_find[percentage, num_all] = \
+                num_feasible_nodes_to_find(percentage, num_all)
         if not record and 2 * _first_batch(to_find) >= len(nodes):
             # Filters are pure, so judging every node in slot order and then reading the
             # verdicts in rotated order decides exactly what upstream's early stop decides;
             # when the stop would come past half the nodes anyway, that is the cheaper way.
             out = self._check_nominated(fw, state, pod, fw.run_filters(state, pod, snap, nodes))
             feasible_pos = out.feasible_positions()
-            if start:
-                split = int(np.searchsorted(feasible_pos, start))
-                feasible_pos = np.concatenate([feasible_pos[split:], feasible_pos[:split]])
-            if len(feasible_pos) >= to_find:
-                processed = (int(feasible_pos[to_find - 1]) - start) % len(nodes) + 1
-                feasible_pos = feasible_pos[:to_find]
+            count = len(feasible_pos)
+            # Rotated order from ``start``: the feasible positions at or after it, then the
+            # wrapped-around ones, cut at ``to_find`` (joined only when the cut needs both).
+            split = int(feasible_pos.searchsorted(start)) if start else 0
+            if count - split >= to_find:
+                feasible_pos = feasible_pos[split: split + to_find]
+                processed = int(feasible_pos[-1]) - start + 1
             else:
-                processed = len(nodes)
+                if split:
+                    feasible_pos = np.concatenate(
+                        [feasible_pos[split:], feasible_pos[:min(split, to_find - count + split)]])
+                if count >= to_find:
+                    processed = (int(feasible_pos[-1]) - start) % len(nodes) + 1
+                else:
+                    processed = len(nodes)
             ordered = nodes
         else:
             ordered = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
@@ -301,7 +314,8 @@ class Scheduler:
         if len(feasible_pos) == 0:
             diag = self._diagnosis(out)
             return self._unschedulable(fw, state, pod, diag, result, num_all)
-        feasible = ordered[feasible_pos]
+        # Positions are slots when the candidates are every slot in order (no gather needed).
+        feasible = feasible_pos if snap.every_node(ordered) else ordered[feasible_pos]
         if self.extenders:
             result.extenders = ExtenderVerdicts()
             try:

@@ -61,10 +61,19 @@ class Status:
         return ", ".join(self.reasons)
 
     def with_plugin(self, plugin: str) -> Status:
-        return Status(self.code, self.reasons, self.plugin or plugin)
+        if self.plugin or not plugin:
+            return self
+        if self is SUCCESS:
+            # Every successful Bind names its plugin: one immutable status per plugin name.
+            named = _SUCCESS_BY_PLUGIN.get(plugin)
+            if named is None:
+                named = _SUCCESS_BY_PLUGIN[plugin] = Status(Code.SUCCESS, (), plugin)
+            return named
+        return Status(self.code, self.reasons, plugin)
 
 
 SUCCESS = Status()
+_SUCCESS_BY_PLUGIN: dict[str, Status] = {}
 # The verdict of a PreFilter or PreScore with nothing to do for a pod (statuses are immutable,
 # so one instance serves every cycle).
 SKIP = Status(Code.SKIP)
