@@ -88,7 +88,8 @@ class FilterOutcome:
 
     def __init__(self, nodes: IntArray, codes: np.ndarray[Any, np.dtype[np.int8]],
                  first_plugin: np.ndarray[Any, np.dtype[np.int32]] | None,
-                 plugin_names: list[str], segments: list[list[_Segment]] | None = None,
+                 plugin_names: list[str],
+                 segments: list[tuple[_Segment, ...]] | None = None,
                  overrides: dict[int, tuple[str, ...]] | None = None,
                  first_parts: list[tuple[int, np.ndarray[Any, Any]]] | None = None) -> None:
         self.nodes = nodes
@@ -98,8 +99,9 @@ class FilterOutcome:
         self._first_parts = first_parts
         self.plugin_names = plugin_names
         # Per filter plugin: its results, each with the positions (relative to ``offset``) of
-        # the nodes it judged, None when it judged every node of its segment.
-        self.segments: list[list[_Segment]] = [] if segments is None else segments
+        # the nodes it judged, None when it judged every node of its segment. A result that
+        # failed no node may be left out: no node's reasons come from it.
+        self.segments: list[tuple[_Segment, ...]] = [] if segments is None else segments
         # Positions whose reasons were decided after the filters ran (nominated pods counted).
         self.overrides: dict[int, tuple[str, ...]] = {} if overrides is None else overrides
         # Only when recorded: plugin name -> its result over all ``nodes``.
@@ -136,7 +138,7 @@ class FilterOutcome:
     def concat(cls, a: FilterOutcome, b: FilterOutcome) -> FilterOutcome:
         """Outcomes of two node batches as one."""
         shift = len(a.nodes)
-        segments = [sa + [_Segment(g.result, g.batch, g.offset + shift) for g in sb]
+        segments = [(*sa, *(_Segment(g.result, g.batch, g.offset + shift) for g in sb))
                     for sa, sb in zip(a.segments, b.segments, strict=True)]
         overrides = {**a.overrides, **{pos + shift: r for pos, r in b.overrides.items()}}
         return cls(
@@ -269,9 +271,12 @@ class Framework:
                              "(DefaultBinder by default)")
         self.filter_names = [p.name for p in self.filter]
         # What run_score needs per plugin, looked up once: the bound methods, NormalizeScore
-        # only where a plugin overrides it, the weight, and whether its range is checked.
-        self._score_steps: list[tuple[str, _ScoreFn, _NormalizeFn | None, int, bool]] = [
-            (p.name, p.score, _normalizer(p), self.score_weights[p.name], not p.scores_in_range)
+        # only where a plugin overrides it, the weight, whether its range is checked, and the
+        # last read-only scores it handed out that passed the check.
+        self._score_steps: list[
+            tuple[str, _ScoreFn, _NormalizeFn | None, int, bool, list[IntArray | None]]] = [
+            (p.name, p.score, _normalizer(p), self.score_weights[p.name],
+             not p.scores_in_range, [None])
             for p in self.score]
 
     # ---- construction ----------------------------------------------------------------------
@@ -407,21 +412,21 @@ class Framework:
             return self._run_filters_recorded(state, pod, snap, nodes)
         codes: np.ndarray[Any, np.dtype[np.int8]] | None = None
         firsts: list[tuple[int, np.ndarray[Any, Any]]] = []
-        segments: list[list[_Segment]] = []
+        # Only plugins that fail a node get a segment (their reasons may be asked for).
+        segments: list[tuple[_Segment, ...]] = [()] * len(self.filter)
         skip = state.skip_filter
         alive: IntArray | None = None  # positions every plugin so far accepted; None: all
         for k, p in enumerate(self.filter):
             if alive is None:
                 if skip and p.name in skip:
-                    segments.append([])
                     continue
                 res = p.filter(state, pod, snap, nodes)
-                segments.append([_Segment(res, None, 0)])
                 if res.passes_all:
                     continue
                 rc = res.codes
                 if not np.count_nonzero(rc):
                     continue
+                segments[k] = (_Segment(res, None, 0),)
                 # The first plugin to fail a node: every code so far is 0.
                 codes = rc.astype(np.int8)
                 failed = rc != 0
@@ -429,15 +434,14 @@ class Framework:
                 alive = (~failed).nonzero()[0]
                 continue
             if alive.size == 0 or (skip and p.name in skip):
-                segments.append([])
                 continue
             res = p.filter(state, pod, snap, nodes[alive])
-            segments.append([_Segment(res, alive, 0)])
             if res.passes_all:
                 continue
             rc = res.codes
             if not np.count_nonzero(rc):
                 continue
+            segments[k] = (_Segment(res, alive, 0),)
             failed = rc != 0
             pos = alive[failed]
             assert codes is not None
@@ -457,14 +461,14 @@ class Framework:
         n = len(nodes)
         codes = np.zeros(n, dtype=np.int8)
         first = np.full(n, -1, dtype=np.int32)
-        segments: list[list[_Segment]] = []
+        segments: list[tuple[_Segment, ...]] = []
         out = FilterOutcome(nodes, codes, first, self.filter_names, segments)
         for k, p in enumerate(self.filter):
             if p.name in state.skip_filter:
-                segments.append([])
+                segments.append(())
                 continue
             res = p.filter(state, pod, snap, nodes)
-            segments.append([_Segment(res, None, 0)])
+            segments.append((_Segment(res, None, 0),))
             out.per_plugin[p.name] = res
             if res.passes_all:
                 continue
@@ -514,7 +518,7 @@ class Framework:
         totals: IntArray | None = None
         per_plugin: dict[str, tuple[IntArray, IntArray, IntArray]] = {}
         skip = state.skip_score
-        for name, score, normalize, weight, check in self._score_steps:
+        for name, score, normalize, weight, check, checked in self._score_steps:
             if skip and name in skip:
                 continue
             raw = score(state, pod, snap, nodes)
@@ -525,12 +529,16 @@ class Framework:
             else:
                 normalized = normalize(state, pod, raw)
                 norm = raw if normalized is None else np.asarray(normalized, dtype=np.int64)
-            # One pass checks both bounds: a negative score read as unsigned is huge.
-            if check and len(norm) and \
-                    int(np.maximum.reduce(norm.view(np.uint64))) > MAX_NODE_SCORE:
-                bad = int(norm.max() if norm.max() > MAX_NODE_SCORE else norm.min())
-                raise RuntimeError(f"plugin {name} returned score {bad} outside "
-                                   f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]")
+            if check and norm is not checked[0] and len(norm):
+                # One pass checks both bounds: a negative score read as unsigned is huge.
+                if int(np.maximum.reduce(norm.view(np.uint64))) > MAX_NODE_SCORE:
+                    bad = int(norm.max() if norm.max() > MAX_NODE_SCORE else norm.min())
+                    raise RuntimeError(f"plugin {name} returned score {bad} outside "
+                                       f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]")
+                if not norm.flags.writeable and norm.base is None:
+                    # A read-only array owning its data cannot change: a plugin handing out the
+                    # same shared scores again (e.g. all-maximum) is not checked again.
+                    checked[0] = norm
             weighted = norm if weight == 1 else norm * weight
             if totals is None:
                 # The sum starts as a copy unless ``weighted`` is a product nobody else holds
