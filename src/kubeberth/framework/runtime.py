@@ -367,11 +367,12 @@ class Framework:
         narrowing: list[str] = []
         for p in self.pre_filter:
             result, st = p.pre_filter(state, pod, snap)
-            if st is SKIP or st.code == Code.SKIP:
-                state.skip_filter.add(p.name)
-                continue
-            if st is not SUCCESS and not st.ok:
-                return None, st.with_plugin(p.name)
+            if st is not SUCCESS:
+                if st is SKIP or st.code == Code.SKIP:
+                    state.skip_filter.add(p.name)
+                    continue
+                if not st.ok:
+                    return None, st.with_plugin(p.name)
             if result is not None and result.node_names is not None:
                 narrowing.append(p.name)
                 allowed = set(result.node_names) if allowed is None \
@@ -568,8 +569,6 @@ class Framework:
     def run_permit(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                    node: int) -> tuple[Status, dict[str, float]]:
         """Success, a rejection, or Wait with plugin name -> timeout seconds."""
-        if not self.permit:
-            return SUCCESS, {}
         waits: dict[str, float] = {}
         for p in self.permit:
             st, timeout = p.permit(state, pod, snap, node)

@@ -192,9 +192,12 @@ class Scheduler:
             return result
         node = self.snapshot.node_index[result.node or ""]
         self.snapshot.add_pod(pod, node)
-        st = fw.run_reserve(state, pod, self.snapshot, node)
-        if not st.ok:
-            return self._reject_reserved(fw, state, result, node, st, cycle)
+        if fw.reserve:
+            st = fw.run_reserve(state, pod, self.snapshot, node)
+            if not st.ok:
+                return self._reject_reserved(fw, state, result, node, st, cycle)
+        if not fw.permit:
+            return result
         st, waits = fw.run_permit(state, pod, self.snapshot, node)
         if st.code == Code.WAIT:
             now = self.clock()
@@ -411,13 +414,20 @@ class Scheduler:
         snap = self.snapshot
         codes = np.zeros(snap.num_nodes, dtype=np.int8)
         codes[out.nodes] = out.codes
-        pos_of: dict[int, int] = {int(n): i for i, n in enumerate(out.nodes.tolist())}
         failed_plugins = {out.plugin_names[int(k)] for k in np.unique(out.first_plugin)
                           if k >= 0}
+        # Slot -> position in ``out``, built only if someone asks for a node's reasons.
+        index: list[dict[int, int]] = []
+
+        def pos(slot: int) -> int:
+            if not index:
+                index.append({int(n): i for i, n in enumerate(out.nodes.tolist())})
+            return index[0].get(slot, -1)
+
         return Diagnosis(
             codes,
-            lambda slot: out.reasons_at(pos_of[slot]) if slot in pos_of else (),
-            lambda slot: out.plugin_at(pos_of[slot]) if slot in pos_of else "",
+            lambda slot: out.reasons_at(p) if (p := pos(slot)) >= 0 else (),
+            lambda slot: out.plugin_at(p) if (p := pos(slot)) >= 0 else "",
             failed_plugins,
             evaluated=out.nodes,
             reason_counts=out.reason_counts,
@@ -476,9 +486,10 @@ class Scheduler:
         fw = self.frameworks[result.profile]
         state = result.state or CycleState()
         node = self.snapshot.node_index[result.node or ""]
-        st = fw.run_pre_bind(state, pod, self.snapshot, node)
-        if not st.ok:
-            return st, False
+        if fw.pre_bind:
+            st = fw.run_pre_bind(state, pod, self.snapshot, node)
+            if not st.ok:
+                return st, False
         if self.extenders:
             if result.extenders is None:
                 result.extenders = ExtenderVerdicts()

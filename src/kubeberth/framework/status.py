@@ -132,19 +132,19 @@ class FilterResult:
     @classmethod
     def passing(cls, n: int) -> FilterResult:
         """A verdict that passes all ``n`` candidates. Most filters pass every node most of
-        the time, so the zero arrays are shared between calls (read-only, so a caller that
-        tried to write into them fails loudly) and only the small result object is new."""
-        arrays = _PASS_ARRAYS.get(n)
-        if arrays is None:
-            if len(_PASS_ARRAYS) >= _PASS_CACHE_LIMIT:
-                _PASS_ARRAYS.clear()
+        the time, so one result per batch size is shared between calls: nothing in it changes
+        (its zero arrays are read-only, so a caller that tried to write into them fails
+        loudly, and its reasons are given, never built)."""
+        result = _PASSING.get(n)
+        if result is None:
+            if len(_PASSING) >= _PASS_CACHE_LIMIT:
+                _PASSING.clear()
             codes = np.zeros(n, dtype=np.int8)
             ids = np.zeros(n, dtype=np.int32)
             codes.flags.writeable = False
             ids.flags.writeable = False
-            arrays = _PASS_ARRAYS[n] = (codes, ids)
-        result = cls(arrays[0], arrays[1])
-        result.passes_all = True
+            result = _PASSING[n] = cls(codes, ids)
+            result.passes_all = True
         return result
 
     @classmethod
@@ -159,5 +159,5 @@ class FilterResult:
         return Status(Code(int(self.codes[i])), self.reasons[int(self.reason_ids[i])], plugin)
 
 
-_PASS_ARRAYS: dict[int, tuple[CodeArray, IdArray]] = {}
+_PASSING: dict[int, FilterResult] = {}
 _PASS_CACHE_LIMIT = 64
