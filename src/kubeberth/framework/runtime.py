@@ -44,7 +44,7 @@ from kubeberth.framework.interface import (
     ScorePlugin,
 )
 from kubeberth.framework.registry import Registry
-from kubeberth.framework.status import SKIP, SUCCESS, Code, FilterResult, Status
+from kubeberth.framework.status import SKIP, SUCCESS, Code, CodeArray, FilterResult, Status
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 # Upstream default plugins that act on objects kubeberth does not model (volumes, host ports,
@@ -91,11 +91,13 @@ class FilterOutcome:
                  plugin_names: list[str],
                  segments: list[tuple[_Segment, ...]] | None = None,
                  overrides: dict[int, tuple[str, ...]] | None = None,
-                 first_parts: list[tuple[int, np.ndarray[Any, Any]]] | None = None) -> None:
+                 first_parts: list[tuple[int, IntArray | None, CodeArray]] | None = None
+                 ) -> None:
         self.nodes = nodes
         self.codes = codes
         self._first = first_plugin
-        # (plugin index, the positions it failed first: indices or a mask over ``nodes``).
+        # (plugin index k, positions it judged or None for all, its codes there): k failed
+        # first the judged positions whose code is not 0.
         self._first_parts = first_parts
         self.plugin_names = plugin_names
         # Per filter plugin: its results, each with the positions (relative to ``offset``) of
@@ -117,8 +119,9 @@ class FilterOutcome:
         first = self._first
         if first is None:
             first = self._first = np.full(len(self.nodes), -1, dtype=np.int32)
-            for k, where in self._first_parts or ():
-                first[where] = k
+            for k, judged, codes in self._first_parts or ():
+                failed = codes != 0
+                first[failed if judged is None else judged[failed]] = k
             self._first_parts = None
         return first
 
@@ -411,8 +414,8 @@ class Framework:
                     nodes: IntArray, *, record: bool = False) -> FilterOutcome:
         if record:
             return self._run_filters_recorded(state, pod, snap, nodes)
-        codes: np.ndarray[Any, np.dtype[np.int8]] | None = None
-        firsts: list[tuple[int, np.ndarray[Any, Any]]] = []
+        codes: CodeArray | None = None
+        firsts: list[tuple[int, IntArray | None, CodeArray]] = []
         # Only plugins that fail a node get a segment (their reasons may be asked for).
         segments: list[tuple[_Segment, ...]] = [()] * len(self.filter)
         skip = state.skip_filter
@@ -430,9 +433,8 @@ class Framework:
                 segments[k] = (_Segment(res, None, 0),)
                 # The first plugin to fail a node: every code so far is 0.
                 codes = rc.astype(np.int8)
-                failed = rc != 0
-                firsts.append((k, failed))
-                alive = (~failed).nonzero()[0]
+                firsts.append((k, None, rc))
+                alive = (rc == 0).nonzero()[0]
                 continue
             if alive.size == 0 or (skip and p.name in skip):
                 continue
@@ -443,12 +445,10 @@ class Framework:
             if not np.count_nonzero(rc):
                 continue
             segments[k] = (_Segment(res, alive, 0),)
-            failed = rc != 0
-            pos = alive[failed]
             assert codes is not None
-            codes[pos] = rc[failed]
-            firsts.append((k, pos))
-            alive = alive[~failed]
+            codes[alive] = rc  # every code there is 0 so far: the failures land, 0 stays 0
+            firsts.append((k, alive, rc))
+            alive = alive[rc == 0]
         if codes is None:
             codes = np.zeros(len(nodes), dtype=np.int8)
         out = FilterOutcome(nodes, codes, None, self.filter_names, segments, first_parts=firsts)

@@ -151,7 +151,7 @@ class FilterResult:
     def from_mask(cls, fail: npt.NDArray[np.bool_], code: Code,
                   reasons: Sequence[str]) -> FilterResult:
         """All failing nodes share one code and one reason tuple."""
-        codes = np.where(fail, np.int8(code), np.int8(0)).astype(np.int8)
+        codes = np.where(fail, np.int8(code), np.int8(0))
         ids = fail.astype(np.int32)
         return cls(codes, ids, [(), tuple(reasons)])
 
