@@ -194,7 +194,11 @@ class SchedulingQueue:
         qpi = rec.qpi
         key = qpi.info.key
         del queued[key]
-        self._leave(rec)
+        if rec.where == _ACTIVE:
+            self._sizes[_ACTIVE] -= 1
+            rec.where = _NOWHERE
+        else:
+            self._leave(rec)
         self._in_flight[key] = rec
         qpi.attempts += 1
         qpi.unschedulable_plugins.clear()

@@ -235,7 +235,7 @@ class Scheduler:
             result.status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (result.message,))
             return result
         allowed, st = fw.run_pre_filter(state, pod, snap)
-        if not st.ok:
+        if st is not SUCCESS and not st.ok:
             codes = np.full(snap.num_nodes, int(st.code), dtype=np.int8)
             diag = Diagnosis(codes, lambda _s: st.reasons, lambda _s: st.plugin,
                              {st.plugin}, pre_filter_message=st.message())
