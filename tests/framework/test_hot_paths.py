@@ -18,7 +18,7 @@ from kubeberth.framework.cycle_state import CycleState
 from kubeberth.framework.handle import Handle
 from kubeberth.framework.interface import FilterPlugin, ScorePlugin
 from kubeberth.framework.runtime import FilterOutcome, Framework
-from kubeberth.framework.scheduler import Scheduler
+from kubeberth.framework.scheduler import Scheduler, _rotated
 from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
 from kubeberth.plugins.scheduling import in_tree_registry
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo, make_pod_info
@@ -294,3 +294,15 @@ def test_rotated_cut_decides_what_node_by_node_order_decides(cordon_every: int,
                 sched.bind(res)
         seen.append(runs)
     assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("n", [1, 2, 7])
+def test_rotated_batches_are_slices_of_the_rotated_order(n: int) -> None:
+    nodes = np.arange(10, 10 + n, dtype=np.int64)
+    nodes.flags.writeable = False
+    for start in range(n):
+        ordered = np.concatenate([nodes[start:], nodes[:start]])
+        for lo in range(n + 1):
+            for hi in range(lo, n + 1):
+                assert _rotated(nodes, start, lo, hi).tolist() == ordered[lo:hi].tolist()
+    assert _rotated(nodes, 0, 0, n) is nodes

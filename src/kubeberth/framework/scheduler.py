@@ -100,6 +100,18 @@ def fit_error_message(diagnosis: Diagnosis, num_nodes: int) -> str:
     return f"0/{num_nodes} nodes are available: {', '.join(parts)}."
 
 
+def _rotated(nodes: IntArray, start: int, lo: int, hi: int) -> IntArray:
+    """Entries ``lo:hi`` of ``nodes`` rotated to begin at ``start``: a view unless they wrap
+    around the end (a cycle on a large cluster judges only a first batch of them)."""
+    n = len(nodes)
+    a, b = start + lo, start + hi
+    if b <= n:
+        return nodes if a == 0 and b == n else nodes[a:b]
+    if a >= n:
+        return nodes[a - n: b - n]
+    return np.concatenate([nodes[a:], nodes[: b - n]])
+
+
 def _first_batch(to_find: int) -> int:
     """How many nodes the first filter batch judges: twice the feasible nodes wanted, so one
     batch usually suffices, and never so few that per-call overhead dominates."""
@@ -301,14 +313,15 @@ class Scheduler:
                     processed = len(nodes)
             ordered = nodes
         else:
-            ordered = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
-            out = self._find_feasible(fw, state, pod, ordered, to_find, record)
-            feasible_pos = np.flatnonzero(out.codes == 0)
+            out = self._find_feasible(fw, state, pod, nodes, start, to_find, record)
+            # The judged nodes in rotated order: every node, or a prefix that found enough.
+            ordered = out.nodes
+            feasible_pos = out.feasible_positions()
             if len(feasible_pos) >= to_find:
                 processed = int(feasible_pos[to_find - 1]) + 1
                 feasible_pos = feasible_pos[:to_find]
             else:
-                processed = len(ordered)
+                processed = len(nodes)
         self.next_start_node_index = (self.next_start_node_index + processed) % num_all
         result.evaluated = processed
         result.feasible = len(feasible_pos)
@@ -364,18 +377,20 @@ class Scheduler:
         result.status = Status(Code.ERROR, (result.message,), "Extender")
         return result
 
-    def _find_feasible(self, fw: Framework, state: CycleState, pod: PodInfo,
-                       ordered: IntArray, to_find: int, record: bool) -> FilterOutcome:
-        """Filter nodes in rotated order until ``to_find`` feasible nodes are known, as upstream
-        stops early. Filters run on a first batch twice that size and, only if it fell short,
-        on the rest; explain (``record``) evaluates every node."""
-        first = len(ordered) if record else min(len(ordered), _first_batch(to_find))
+    def _find_feasible(self, fw: Framework, state: CycleState, pod: PodInfo, nodes: IntArray,
+                       start: int, to_find: int, record: bool) -> FilterOutcome:
+        """Filter ``nodes`` in order rotated to ``start`` until ``to_find`` feasible nodes are
+        known, as upstream stops early. Filters run on a first batch twice that size and, only
+        if it fell short, on the rest; explain (``record``) evaluates every node. The outcome's
+        ``nodes`` are the judged nodes in rotated order."""
+        n = len(nodes)
+        first = n if record else min(n, _first_batch(to_find))
         out = self._check_nominated(fw, state, pod, fw.run_filters(
-            state, pod, self.snapshot, ordered[:first], record=record))
-        if first == len(ordered) or int(np.count_nonzero(out.codes == 0)) >= to_find:
+            state, pod, self.snapshot, _rotated(nodes, start, 0, first), record=record))
+        if first == n or int(np.count_nonzero(out.codes == 0)) >= to_find:
             return out
         rest = self._check_nominated(fw, state, pod, fw.run_filters(
-            state, pod, self.snapshot, ordered[first:]))
+            state, pod, self.snapshot, _rotated(nodes, start, first, n)))
         return FilterOutcome.concat(out, rest)
 
     def _check_nominated(self, fw: Framework, state: CycleState, pod: PodInfo,
