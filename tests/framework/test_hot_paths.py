@@ -306,3 +306,23 @@ def test_rotated_batches_are_slices_of_the_rotated_order(n: int) -> None:
             for hi in range(lo, n + 1):
                 assert _rotated(nodes, start, lo, hi).tolist() == ordered[lo:hi].tolist()
     assert _rotated(nodes, 0, 0, n) is nodes
+
+
+def test_every_extension_point_runner_is_called_even_without_plugins() -> None:
+    """Hosts time extension points by wrapping the runners (live metrics: upstream records
+    Reserve, Permit and PreBind also for a profile without such plugins)."""
+    sched = _cordoned_scheduler(3, set())
+    fw = sched.frameworks["default-scheduler"]
+    assert not fw.reserve and not fw.permit and not fw.pre_bind
+    calls: list[str] = []
+    for method in ("run_reserve", "run_permit", "run_pre_bind", "run_bind", "run_post_bind"):
+        original = getattr(fw, method)
+
+        def wrapper(*args: Any, _f: Any = original, _m: str = method) -> Any:
+            calls.append(_m)
+            return _f(*args)
+        setattr(fw, method, wrapper)
+    sched.add(_pod("p"))
+    res = sched.schedule_one()
+    assert res is not None and res.outcome == "assumed" and sched.bind(res).ok
+    assert calls == ["run_reserve", "run_permit", "run_pre_bind", "run_bind", "run_post_bind"]

@@ -569,6 +569,8 @@ class Framework:
     def run_permit(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                    node: int) -> tuple[Status, dict[str, float]]:
         """Success, a rejection, or Wait with plugin name -> timeout seconds."""
+        if not self.permit:
+            return SUCCESS, {}
         waits: dict[str, float] = {}
         for p in self.permit:
             st, timeout = p.permit(state, pod, snap, node)

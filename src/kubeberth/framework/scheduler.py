@@ -204,12 +204,9 @@ class Scheduler:
             return result
         node = self.snapshot.node_index[result.node or ""]
         self.snapshot.add_pod(pod, node)
-        if fw.reserve:
-            st = fw.run_reserve(state, pod, self.snapshot, node)
-            if not st.ok:
-                return self._reject_reserved(fw, state, result, node, st, cycle)
-        if not fw.permit:
-            return result
+        st = fw.run_reserve(state, pod, self.snapshot, node)
+        if not st.ok:
+            return self._reject_reserved(fw, state, result, node, st, cycle)
         st, waits = fw.run_permit(state, pod, self.snapshot, node)
         if st.code == Code.WAIT:
             now = self.clock()
@@ -501,10 +498,9 @@ class Scheduler:
         fw = self.frameworks[result.profile]
         state = result.state or CycleState()
         node = self.snapshot.node_index[result.node or ""]
-        if fw.pre_bind:
-            st = fw.run_pre_bind(state, pod, self.snapshot, node)
-            if not st.ok:
-                return st, False
+        st = fw.run_pre_bind(state, pod, self.snapshot, node)
+        if not st.ok:
+            return st, False
         if self.extenders:
             if result.extenders is None:
                 result.extenders = ExtenderVerdicts()
