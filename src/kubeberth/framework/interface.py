@@ -129,6 +129,11 @@ class PreScorePlugin(Plugin):
 
 
 class ScorePlugin(Plugin):
+    # A plugin that guarantees every score it hands the runtime (normalized, where it has
+    # NormalizeScore) lies in [MIN_NODE_SCORE, MAX_NODE_SCORE] by construction sets this, and
+    # the runtime skips its per-cycle range check; others are checked every cycle.
+    scores_in_range: ClassVar[bool] = False
+
     @abstractmethod
     def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
               nodes: IntArray) -> IntArray:

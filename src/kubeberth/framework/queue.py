@@ -177,15 +177,28 @@ class SchedulingQueue:
     def pop(self) -> QueuedPodInfo | None:
         """The head of activeQ (or, when that is empty, of the backoff queue); None when there
         is nothing to schedule. The pod is in flight until ``done`` or a requeue."""
-        rec = self._pop_heap(self._active, _ACTIVE)
+        # activeQ's head, inline: the common case of every cycle. Stale entries are dropped.
+        heap = self._active
+        queued = self._queued
+        rec: _Record | None = None
+        while heap:
+            entry = heapq.heappop(heap)
+            live = queued.get(entry[-1])
+            if live is not None and live.where == _ACTIVE and live.entry == entry[-2]:
+                rec = live
+                break
         if rec is None and self._pop_from_backoff:
             rec = self._pop_heap(self._backoff, _BACKOFF)
         if rec is None:
             return None
         qpi = rec.qpi
         key = qpi.info.key
-        del self._queued[key]
-        self._leave(rec)
+        del queued[key]
+        if rec.where == _ACTIVE:
+            self._sizes[_ACTIVE] -= 1
+            rec.where = _NOWHERE
+        else:
+            self._leave(rec)
         self._in_flight[key] = rec
         qpi.attempts += 1
         qpi.unschedulable_plugins.clear()

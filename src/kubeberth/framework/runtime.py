@@ -11,7 +11,7 @@ the first failing plugin per node is the one upstream would report.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,11 +44,15 @@ from kubeberth.framework.interface import (
     ScorePlugin,
 )
 from kubeberth.framework.registry import Registry
-from kubeberth.framework.status import SUCCESS, Code, FilterResult, Status
+from kubeberth.framework.status import SKIP, SUCCESS, Code, CodeArray, FilterResult, Status
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 # Upstream default plugins that act on objects kubeberth does not model (volumes, host ports,
 # container images, DRA claims). Configurations may name them; they have nothing to decide here.
+_INT64 = np.dtype(np.int64)
+_ScoreFn = Callable[[CycleState, PodInfo, ClusterState, IntArray], IntArray]
+_NormalizeFn = Callable[[CycleState, PodInfo, IntArray], "IntArray | None"]
+
 UNMODELLED_PLUGINS = frozenset({
     "NodePorts", "VolumeRestrictions", "NodeVolumeLimits", "EBSLimits", "GCEPDLimits",
     "AzureDiskLimits", "CinderLimits", "VolumeBinding", "VolumeZone", "ImageLocality",
@@ -71,28 +75,55 @@ EXTENSION_POINT_KINDS: dict[str, type[Plugin]] = {
 }
 
 
-@dataclass(slots=True)
 class FilterOutcome:
     """Filter verdicts for a batch of nodes (node slot indices in ``nodes``).
 
     Codes are kept per node; reasons stay inside the plugins' results until someone asks for a
     node's (:meth:`reasons_at`), because building them is most of a failing filter's cost and
-    most cycles never read them."""
+    most cycles never read them. Which plugin failed a node first (``first_plugin``) is likewise
+    assembled only when read, from the failures each plugin added."""
 
-    nodes: IntArray
-    codes: np.ndarray[Any, np.dtype[np.int8]]
-    first_plugin: np.ndarray[Any, np.dtype[np.int32]]
-    plugin_names: list[str]
-    # Per filter plugin: its results, each with the positions (relative to ``offset``) of the
-    # nodes it judged, None when it judged every node of its segment.
-    segments: list[list[_Segment]] = field(default_factory=list)
-    # Positions whose reasons were decided after the filters ran (nominated pods counted).
-    overrides: dict[int, tuple[str, ...]] = field(default_factory=dict)
-    # Only when recorded: plugin name -> its result over all ``nodes``.
-    per_plugin: dict[str, FilterResult] = field(default_factory=dict)
-    # Positions whose code is 0, when the runner already knows them; None: not known. Whoever
-    # changes ``codes`` afterwards must reset it.
-    passed: IntArray | None = None
+    __slots__ = ("_first", "_first_parts", "codes", "nodes", "overrides", "passed", "per_plugin",
+                 "plugin_names", "segments")
+
+    def __init__(self, nodes: IntArray, codes: np.ndarray[Any, np.dtype[np.int8]],
+                 first_plugin: np.ndarray[Any, np.dtype[np.int32]] | None,
+                 plugin_names: list[str],
+                 segments: list[tuple[_Segment, ...]] | None = None,
+                 overrides: dict[int, tuple[str, ...]] | None = None,
+                 first_parts: list[tuple[int, IntArray | None, CodeArray]] | None = None
+                 ) -> None:
+        self.nodes = nodes
+        self.codes = codes
+        self._first = first_plugin
+        # (plugin index k, positions it judged or None for all, its codes there): k failed
+        # first the judged positions whose code is not 0.
+        self._first_parts = first_parts
+        self.plugin_names = plugin_names
+        # Per filter plugin: its results, each with the positions (relative to ``offset``) of
+        # the nodes it judged, None when it judged every node of its segment. A result that
+        # failed no node may be left out: no node's reasons come from it.
+        self.segments: list[tuple[_Segment, ...]] = [] if segments is None else segments
+        # Positions whose reasons were decided after the filters ran (nominated pods counted).
+        self.overrides: dict[int, tuple[str, ...]] = {} if overrides is None else overrides
+        # Only when recorded: plugin name -> its result over all ``nodes``.
+        self.per_plugin: dict[str, FilterResult] = {}
+        # Positions whose code is 0, when the runner already knows them; None: not known.
+        # Whoever changes ``codes`` afterwards must reset it.
+        self.passed: IntArray | None = None
+
+    @property
+    def first_plugin(self) -> np.ndarray[Any, np.dtype[np.int32]]:
+        """Per position, the index of the first plugin that failed it (-1: none did); a
+        writeable array kept from the first read on."""
+        first = self._first
+        if first is None:
+            first = self._first = np.full(len(self.nodes), -1, dtype=np.int32)
+            for k, judged, codes in self._first_parts or ():
+                failed = codes != 0
+                first[failed if judged is None else judged[failed]] = k
+            self._first_parts = None
+        return first
 
     def feasible_positions(self) -> IntArray:
         """Positions of the nodes every filter accepted, ascending."""
@@ -110,7 +141,7 @@ class FilterOutcome:
     def concat(cls, a: FilterOutcome, b: FilterOutcome) -> FilterOutcome:
         """Outcomes of two node batches as one."""
         shift = len(a.nodes)
-        segments = [sa + [_Segment(g.result, g.batch, g.offset + shift) for g in sb]
+        segments = [(*sa, *(_Segment(g.result, g.batch, g.offset + shift) for g in sb))
                     for sa, sb in zip(a.segments, b.segments, strict=True)]
         overrides = {**a.overrides, **{pos + shift: r for pos, r in b.overrides.items()}}
         return cls(
@@ -164,11 +195,15 @@ class FilterOutcome:
         return "" if k < 0 else self.plugin_names[k]
 
 
-@dataclass(slots=True, frozen=True)
 class _Segment:
-    result: FilterResult
-    batch: IntArray | None
-    offset: int
+    """One filter result and which outcome positions it judged."""
+
+    __slots__ = ("batch", "offset", "result")
+
+    def __init__(self, result: FilterResult, batch: IntArray | None, offset: int) -> None:
+        self.result = result
+        self.batch = batch
+        self.offset = offset
 
     def local(self, pos: int) -> int:
         """This result's index for outcome position ``pos``, or -1 when it did not judge it."""
@@ -238,6 +273,14 @@ class Framework:
                              field=f"{where}.bind", expected="at least one bind plugin "
                              "(DefaultBinder by default)")
         self.filter_names = [p.name for p in self.filter]
+        # What run_score needs per plugin, looked up once: the bound methods, NormalizeScore
+        # only where a plugin overrides it, the weight, whether its range is checked, and the
+        # last read-only scores it handed out that passed the check.
+        self._score_steps: list[
+            tuple[str, _ScoreFn, _NormalizeFn | None, int, bool, list[IntArray | None]]] = [
+            (p.name, p.score, _normalizer(p), self.score_weights[p.name],
+             not p.scores_in_range, [None])
+            for p in self.score]
 
     # ---- construction ----------------------------------------------------------------------
     def plugin(self, name: str) -> Plugin:
@@ -327,11 +370,12 @@ class Framework:
         narrowing: list[str] = []
         for p in self.pre_filter:
             result, st = p.pre_filter(state, pod, snap)
-            if st.code == Code.SKIP:
-                state.skip_filter.add(p.name)
-                continue
-            if not st.ok:
-                return None, st.with_plugin(p.name)
+            if st is not SUCCESS:
+                if st is SKIP or st.code == Code.SKIP:
+                    state.skip_filter.add(p.name)
+                    continue
+                if not st.ok:
+                    return None, st.with_plugin(p.name)
             if result is not None and result.node_names is not None:
                 narrowing.append(p.name)
                 allowed = set(result.node_names) if allowed is None \
@@ -368,41 +412,74 @@ class Framework:
 
     def run_filters(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                     nodes: IntArray, *, record: bool = False) -> FilterOutcome:
+        if record:
+            return self._run_filters_recorded(state, pod, snap, nodes)
+        codes: CodeArray | None = None
+        firsts: list[tuple[int, IntArray | None, CodeArray]] = []
+        # Only plugins that fail a node get a segment (their reasons may be asked for).
+        segments: list[tuple[_Segment, ...]] = [()] * len(self.filter)
+        skip = state.skip_filter
+        alive: IntArray | None = None  # positions every plugin so far accepted; None: all
+        for k, p in enumerate(self.filter):
+            if alive is None:
+                if skip and p.name in skip:
+                    continue
+                res = p.filter(state, pod, snap, nodes)
+                if res.passes_all:
+                    continue
+                rc = res.codes
+                if not np.count_nonzero(rc):
+                    continue
+                segments[k] = (_Segment(res, None, 0),)
+                # The first plugin to fail a node: every code so far is 0.
+                codes = rc.astype(np.int8)
+                firsts.append((k, None, rc))
+                alive = (rc == 0).nonzero()[0]
+                continue
+            if alive.size == 0 or (skip and p.name in skip):
+                continue
+            res = p.filter(state, pod, snap, nodes[alive])
+            if res.passes_all:
+                continue
+            rc = res.codes
+            if not np.count_nonzero(rc):
+                continue
+            segments[k] = (_Segment(res, alive, 0),)
+            assert codes is not None
+            codes[alive] = rc  # every code there is 0 so far: the failures land, 0 stays 0
+            firsts.append((k, alive, rc))
+            alive = alive[rc == 0]
+        if codes is None:
+            codes = np.zeros(len(nodes), dtype=np.int8)
+        out = FilterOutcome(nodes, codes, None, self.filter_names, segments, first_parts=firsts)
+        out.passed = alive
+        return out
+
+    def _run_filters_recorded(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                              nodes: IntArray) -> FilterOutcome:
+        """Every filter over every node (explain shows each plugin's verdict on each node);
+        the first failure per node still decides its code."""
         n = len(nodes)
         codes = np.zeros(n, dtype=np.int8)
         first = np.full(n, -1, dtype=np.int32)
-        segments: list[list[_Segment]] = []
+        segments: list[tuple[_Segment, ...]] = []
         out = FilterOutcome(nodes, codes, first, self.filter_names, segments)
-        alive: IntArray | None = None  # positions every plugin so far accepted; None: all
         for k, p in enumerate(self.filter):
-            batch = None if record else alive
-            if p.name in state.skip_filter or (batch is not None and batch.size == 0):
-                segments.append([])
+            if p.name in state.skip_filter:
+                segments.append(())
                 continue
-            res = p.filter(state, pod, snap, nodes if batch is None else nodes[batch])
-            segments.append([_Segment(res, batch, 0)])
-            if record:
-                out.per_plugin[p.name] = res
+            res = p.filter(state, pod, snap, nodes)
+            segments.append((_Segment(res, None, 0),))
+            out.per_plugin[p.name] = res
             if res.passes_all:
                 continue
             failed = res.codes != 0
             if not np.logical_or.reduce(failed):
                 continue
-            if record:
-                failed &= codes == 0
-            elif batch is None:
-                # The first plugin to fail a node: every code so far is 0.
-                np.copyto(codes, res.codes)
-                first[failed] = k
-                alive = (~failed).nonzero()[0]
-                continue
-            pos = failed.nonzero()[0] if batch is None else batch[failed]
+            failed &= codes == 0
+            pos = failed.nonzero()[0]
             codes[pos] = res.codes[failed]
             first[pos] = k
-            if batch is not None:
-                alive = batch[~failed]
-        if alive is not None:
-            out.passed = alive
         return out
 
     def run_filters_on_node(self, state: CycleState, pod: PodInfo, snap: ClusterState,
@@ -429,7 +506,9 @@ class Framework:
                       nodes: IntArray) -> Status:
         for p in self.pre_score:
             st = p.pre_score(state, pod, snap, nodes)
-            if st.code == Code.SKIP:
+            if st is SUCCESS:
+                continue
+            if st is SKIP or st.code == Code.SKIP:
                 state.skip_score.add(p.name)
             elif not st.ok:
                 return st.with_plugin(p.name)
@@ -440,19 +519,27 @@ class Framework:
         totals: IntArray | None = None
         per_plugin: dict[str, tuple[IntArray, IntArray, IntArray]] = {}
         skip = state.skip_score
-        for p in self.score:
-            name = p.name
-            if name in skip:
+        for name, score, normalize, weight, check, checked in self._score_steps:
+            if skip and name in skip:
                 continue
-            raw = np.asarray(p.score(state, pod, snap, nodes), dtype=np.int64)
-            normalized = p.normalize_score(state, pod, raw)
-            norm = raw if normalized is None else np.asarray(normalized, dtype=np.int64)
-            # One pass checks both bounds: a negative score read as unsigned is huge.
-            if len(norm) and int(np.maximum.reduce(norm.view(np.uint64))) > MAX_NODE_SCORE:
-                bad = int(norm.max() if norm.max() > MAX_NODE_SCORE else norm.min())
-                raise RuntimeError(f"plugin {name} returned score {bad} outside "
-                                   f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]")
-            weight = self.score_weights[name]
+            raw = score(state, pod, snap, nodes)
+            if type(raw) is not np.ndarray or raw.dtype is not _INT64:
+                raw = np.asarray(raw, dtype=np.int64)
+            if normalize is None:
+                norm = raw
+            else:
+                normalized = normalize(state, pod, raw)
+                norm = raw if normalized is None else np.asarray(normalized, dtype=np.int64)
+            if check and norm is not checked[0] and len(norm):
+                # One pass checks both bounds: a negative score read as unsigned is huge.
+                if int(np.maximum.reduce(norm.view(np.uint64))) > MAX_NODE_SCORE:
+                    bad = int(norm.max() if norm.max() > MAX_NODE_SCORE else norm.min())
+                    raise RuntimeError(f"plugin {name} returned score {bad} outside "
+                                       f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]")
+                if not norm.flags.writeable and norm.base is None:
+                    # A read-only array owning its data cannot change: a plugin handing out the
+                    # same shared scores again (e.g. all-maximum) is not checked again.
+                    checked[0] = norm
             weighted = norm if weight == 1 else norm * weight
             if totals is None:
                 # The sum starts as a copy unless ``weighted`` is a product nobody else holds
@@ -482,6 +569,8 @@ class Framework:
     def run_permit(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                    node: int) -> tuple[Status, dict[str, float]]:
         """Success, a rejection, or Wait with plugin name -> timeout seconds."""
+        if not self.permit:
+            return SUCCESS, {}
         waits: dict[str, float] = {}
         for p in self.permit:
             st, timeout = p.permit(state, pod, snap, node)
@@ -514,6 +603,15 @@ class Framework:
                       node: int) -> None:
         for p in self.post_bind:
             p.post_bind(state, pod, snap, node)
+
+
+def _normalizer(p: ScorePlugin) -> _NormalizeFn | None:
+    """The plugin's NormalizeScore, or None when it keeps the base class's (which changes
+    nothing), so the runtime does not call it every cycle."""
+    method = p.normalize_score
+    if getattr(method, "__func__", None) is ScorePlugin.normalize_score:
+        return None
+    return method
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:

@@ -100,6 +100,18 @@ def fit_error_message(diagnosis: Diagnosis, num_nodes: int) -> str:
     return f"0/{num_nodes} nodes are available: {', '.join(parts)}."
 
 
+def _rotated(nodes: IntArray, start: int, lo: int, hi: int) -> IntArray:
+    """Entries ``lo:hi`` of ``nodes`` rotated to begin at ``start``: a view unless they wrap
+    around the end (a cycle on a large cluster judges only a first batch of them)."""
+    n = len(nodes)
+    a, b = start + lo, start + hi
+    if b <= n:
+        return nodes if a == 0 and b == n else nodes[a:b]
+    if a >= n:
+        return nodes[a - n: b - n]
+    return np.concatenate([nodes[a:], nodes[: b - n]])
+
+
 def _first_batch(to_find: int) -> int:
     """How many nodes the first filter batch judges: twice the feasible nodes wanted, so one
     batch usually suffices, and never so few that per-call overhead dominates."""
@@ -161,6 +173,8 @@ class Scheduler:
         self.next_start_node_index = 0
         self.clock = clock
         self._waiting: dict[str, tuple[QueuedPodInfo, CycleState]] = {}
+        # (percentage of nodes to score, node count) -> feasible nodes a cycle looks for.
+        self._to_find: dict[tuple[int | None, int], int] = {}
 
     # ---- queue front door ------------------------------------------------------------------
     def responsible_for(self, pod: PodInfo) -> bool:
@@ -230,7 +244,7 @@ class Scheduler:
             result.status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (result.message,))
             return result
         allowed, st = fw.run_pre_filter(state, pod, snap)
-        if not st.ok:
+        if st is not SUCCESS and not st.ok:
             codes = np.full(snap.num_nodes, int(st.code), dtype=np.int8)
             diag = Diagnosis(codes, lambda _s: st.reasons, lambda _s: st.plugin,
                              {st.plugin}, pre_filter_message=st.message())
@@ -266,33 +280,45 @@ class Scheduler:
                     result.evaluated = result.feasible = 1
                     return result
         start = self.next_start_node_index % len(nodes) if len(nodes) else 0
-        to_find = num_feasible_nodes_to_find(
-            fw.percentage_of_nodes_to_score if fw.percentage_of_nodes_to_score is not None
-            else self.config.percentage_of_nodes_to_score, num_all)
+        percentage = fw.percentage_of_nodes_to_score
+        if percentage is None:
+            percentage = self.config.percentage_of_nodes_to_score
+        to_find = self._to_find.get((percentage, num_all), -1)
+        if to_find < 0:
+            to_find = self._to_find[percentage, num_all] = \
+                num_feasible_nodes_to_find(percentage, num_all)
         if not record and 2 * _first_batch(to_find) >= len(nodes):
             # Filters are pure, so judging every node in slot order and then reading the
             # verdicts in rotated order decides exactly what upstream's early stop decides;
             # when the stop would come past half the nodes anyway, that is the cheaper way.
             out = self._check_nominated(fw, state, pod, fw.run_filters(state, pod, snap, nodes))
             feasible_pos = out.feasible_positions()
-            if start:
-                split = int(np.searchsorted(feasible_pos, start))
-                feasible_pos = np.concatenate([feasible_pos[split:], feasible_pos[:split]])
-            if len(feasible_pos) >= to_find:
-                processed = (int(feasible_pos[to_find - 1]) - start) % len(nodes) + 1
-                feasible_pos = feasible_pos[:to_find]
+            count = len(feasible_pos)
+            # Rotated order from ``start``: the feasible positions at or after it, then the
+            # wrapped-around ones, cut at ``to_find`` (joined only when the cut needs both).
+            split = int(feasible_pos.searchsorted(start)) if start else 0
+            if count - split >= to_find:
+                feasible_pos = feasible_pos[split: split + to_find]
+                processed = int(feasible_pos[-1]) - start + 1
             else:
-                processed = len(nodes)
+                if split:
+                    feasible_pos = np.concatenate(
+                        [feasible_pos[split:], feasible_pos[:min(split, to_find - count + split)]])
+                if count >= to_find:
+                    processed = (int(feasible_pos[-1]) - start) % len(nodes) + 1
+                else:
+                    processed = len(nodes)
             ordered = nodes
         else:
-            ordered = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
-            out = self._find_feasible(fw, state, pod, ordered, to_find, record)
-            feasible_pos = np.flatnonzero(out.codes == 0)
+            out = self._find_feasible(fw, state, pod, nodes, start, to_find, record)
+            # The judged nodes in rotated order: every node, or a prefix that found enough.
+            ordered = out.nodes
+            feasible_pos = out.feasible_positions()
             if len(feasible_pos) >= to_find:
                 processed = int(feasible_pos[to_find - 1]) + 1
                 feasible_pos = feasible_pos[:to_find]
             else:
-                processed = len(ordered)
+                processed = len(nodes)
         self.next_start_node_index = (self.next_start_node_index + processed) % num_all
         result.evaluated = processed
         result.feasible = len(feasible_pos)
@@ -301,7 +327,8 @@ class Scheduler:
         if len(feasible_pos) == 0:
             diag = self._diagnosis(out)
             return self._unschedulable(fw, state, pod, diag, result, num_all)
-        feasible = ordered[feasible_pos]
+        # Positions are slots when the candidates are every slot in order (no gather needed).
+        feasible = feasible_pos if snap.every_node(ordered) else ordered[feasible_pos]
         if self.extenders:
             result.extenders = ExtenderVerdicts()
             try:
@@ -347,18 +374,20 @@ class Scheduler:
         result.status = Status(Code.ERROR, (result.message,), "Extender")
         return result
 
-    def _find_feasible(self, fw: Framework, state: CycleState, pod: PodInfo,
-                       ordered: IntArray, to_find: int, record: bool) -> FilterOutcome:
-        """Filter nodes in rotated order until ``to_find`` feasible nodes are known, as upstream
-        stops early. Filters run on a first batch twice that size and, only if it fell short,
-        on the rest; explain (``record``) evaluates every node."""
-        first = len(ordered) if record else min(len(ordered), _first_batch(to_find))
+    def _find_feasible(self, fw: Framework, state: CycleState, pod: PodInfo, nodes: IntArray,
+                       start: int, to_find: int, record: bool) -> FilterOutcome:
+        """Filter ``nodes`` in order rotated to ``start`` until ``to_find`` feasible nodes are
+        known, as upstream stops early. Filters run on a first batch twice that size and, only
+        if it fell short, on the rest; explain (``record``) evaluates every node. The outcome's
+        ``nodes`` are the judged nodes in rotated order."""
+        n = len(nodes)
+        first = n if record else min(n, _first_batch(to_find))
         out = self._check_nominated(fw, state, pod, fw.run_filters(
-            state, pod, self.snapshot, ordered[:first], record=record))
-        if first == len(ordered) or int(np.count_nonzero(out.codes == 0)) >= to_find:
+            state, pod, self.snapshot, _rotated(nodes, start, 0, first), record=record))
+        if first == n or int(np.count_nonzero(out.codes == 0)) >= to_find:
             return out
         rest = self._check_nominated(fw, state, pod, fw.run_filters(
-            state, pod, self.snapshot, ordered[first:]))
+            state, pod, self.snapshot, _rotated(nodes, start, first, n)))
         return FilterOutcome.concat(out, rest)
 
     def _check_nominated(self, fw: Framework, state: CycleState, pod: PodInfo,
@@ -397,13 +426,20 @@ class Scheduler:
         snap = self.snapshot
         codes = np.zeros(snap.num_nodes, dtype=np.int8)
         codes[out.nodes] = out.codes
-        pos_of: dict[int, int] = {int(n): i for i, n in enumerate(out.nodes.tolist())}
         failed_plugins = {out.plugin_names[int(k)] for k in np.unique(out.first_plugin)
                           if k >= 0}
+        # Slot -> position in ``out``, built only if someone asks for a node's reasons.
+        index: list[dict[int, int]] = []
+
+        def pos(slot: int) -> int:
+            if not index:
+                index.append({int(n): i for i, n in enumerate(out.nodes.tolist())})
+            return index[0].get(slot, -1)
+
         return Diagnosis(
             codes,
-            lambda slot: out.reasons_at(pos_of[slot]) if slot in pos_of else (),
-            lambda slot: out.plugin_at(pos_of[slot]) if slot in pos_of else "",
+            lambda slot: out.reasons_at(p) if (p := pos(slot)) >= 0 else (),
+            lambda slot: out.plugin_at(p) if (p := pos(slot)) >= 0 else "",
             failed_plugins,
             evaluated=out.nodes,
             reason_counts=out.reason_counts,

@@ -61,10 +61,19 @@ class Status:
         return ", ".join(self.reasons)
 
     def with_plugin(self, plugin: str) -> Status:
-        return Status(self.code, self.reasons, self.plugin or plugin)
+        if self.plugin or not plugin:
+            return self
+        if self is SUCCESS:
+            # Every successful Bind names its plugin: one immutable status per plugin name.
+            named = _SUCCESS_BY_PLUGIN.get(plugin)
+            if named is None:
+                named = _SUCCESS_BY_PLUGIN[plugin] = Status(Code.SUCCESS, (), plugin)
+            return named
+        return Status(self.code, self.reasons, plugin)
 
 
 SUCCESS = Status()
+_SUCCESS_BY_PLUGIN: dict[str, Status] = {}
 # The verdict of a PreFilter or PreScore with nothing to do for a pod (statuses are immutable,
 # so one instance serves every cycle).
 SKIP = Status(Code.SKIP)
@@ -123,26 +132,26 @@ class FilterResult:
     @classmethod
     def passing(cls, n: int) -> FilterResult:
         """A verdict that passes all ``n`` candidates. Most filters pass every node most of
-        the time, so the zero arrays are shared between calls (read-only, so a caller that
-        tried to write into them fails loudly) and only the small result object is new."""
-        arrays = _PASS_ARRAYS.get(n)
-        if arrays is None:
-            if len(_PASS_ARRAYS) >= _PASS_CACHE_LIMIT:
-                _PASS_ARRAYS.clear()
+        the time, so one result per batch size is shared between calls: nothing in it changes
+        (its zero arrays are read-only, so a caller that tried to write into them fails
+        loudly, and its reasons are given, never built)."""
+        result = _PASSING.get(n)
+        if result is None:
+            if len(_PASSING) >= _PASS_CACHE_LIMIT:
+                _PASSING.clear()
             codes = np.zeros(n, dtype=np.int8)
             ids = np.zeros(n, dtype=np.int32)
             codes.flags.writeable = False
             ids.flags.writeable = False
-            arrays = _PASS_ARRAYS[n] = (codes, ids)
-        result = cls(arrays[0], arrays[1])
-        result.passes_all = True
+            result = _PASSING[n] = cls(codes, ids)
+            result.passes_all = True
         return result
 
     @classmethod
     def from_mask(cls, fail: npt.NDArray[np.bool_], code: Code,
                   reasons: Sequence[str]) -> FilterResult:
         """All failing nodes share one code and one reason tuple."""
-        codes = np.where(fail, np.int8(code), np.int8(0)).astype(np.int8)
+        codes = np.where(fail, np.int8(code), np.int8(0))
         ids = fail.astype(np.int32)
         return cls(codes, ids, [(), tuple(reasons)])
 
@@ -150,5 +159,5 @@ class FilterResult:
         return Status(Code(int(self.codes[i])), self.reasons[int(self.reason_ids[i])], plugin)
 
 
-_PASS_ARRAYS: dict[int, tuple[CodeArray, IdArray]] = {}
+_PASSING: dict[int, FilterResult] = {}
 _PASS_CACHE_LIMIT = 64
