@@ -340,9 +340,6 @@ class Scheduler:
             if len(feasible) == 0:
                 diag = self._diagnosis(out)
                 return self._unschedulable(fw, state, pod, diag, result, num_all)
-        # Read-only, so score plugins may share what they gather for these nodes
-        # (ClusterState.units) for the rest of the cycle.
-        feasible.flags.writeable = False
         if len(feasible) == 1 and not record:
             result.outcome = "assumed"
             result.node = snap.node_names[int(feasible[0])]

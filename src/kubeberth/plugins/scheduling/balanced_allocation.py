@@ -71,6 +71,9 @@ class NodeResourcesBalancedAllocationArgs:
 
 class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     name = NAME
+    # Balances lie in 50..100 (a deviation of fractions in [0, 1] is at most 0.5), so a change
+    # scores 50 + (50 + change) / 2 in 50..100.
+    scores_in_range = True
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs) -> None:
         self.args = args

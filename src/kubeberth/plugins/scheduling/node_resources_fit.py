@@ -253,6 +253,8 @@ _NO_SHAPE = np.zeros((2, 1), dtype=np.int64)
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin,
                        EnqueueExtensions):
     name = NAME
+    # Least/MostAllocated shares and the validated shape (0..10 × 10) lie in 0..100.
+    scores_in_range = True
 
     def __init__(self, args: NodeResourcesFitArgs) -> None:
         self.args = args

@@ -107,6 +107,8 @@ def _constant_scores(n: int, value: int) -> IntArray:
 
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
     name = NAME
+    # The reversed default normalisation of non-negative counts lies in 0..100.
+    scores_in_range = True
 
     def __init__(self) -> None:
         self._index = _GroupIndex()
