@@ -44,6 +44,7 @@ from kubeberth.framework.runtime import (
 )
 from kubeberth.framework.status import SUCCESS, Code, Status
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
+from kubeberth.state.jit import kernel
 
 Binder = Callable[[PodInfo, str], Status]
 Evictor = Callable[[PodInfo, PodInfo], None]
@@ -83,6 +84,37 @@ class CycleResult:
     def pod(self) -> PodInfo:
         return self.qpi.info
 
+
+
+@kernel
+def _highest(totals: IntArray) -> tuple[int, int]:
+    """How many candidates share the highest total, and the first of them (one pass)."""
+    best = totals[0]
+    first = 0
+    count = 1
+    for k in range(1, len(totals)):
+        v = totals[k]
+        if v > best:
+            best = v
+            first = k
+            count = 1
+        elif v == best:
+            count += 1
+    return count, first
+
+
+@kernel
+def _nth_highest(totals: IntArray, nth: int) -> int:
+    """Position of the ``nth`` (from 0) candidate holding the highest total."""
+    best = totals[0]
+    for k in range(1, len(totals)):
+        best = max(best, totals[k])
+    for k in range(len(totals)):
+        if totals[k] == best:
+            if nth == 0:
+                return k
+            nth -= 1
+    return -1
 
 def fit_error_message(diagnosis: Diagnosis, num_nodes: int) -> str:
     """Upstream FitError text: ``0/N nodes are available: <count> <reason>, ...``, with the
@@ -357,8 +389,11 @@ class Scheduler:
         if record:
             result.scores = scores
         totals = scores.totals
-        best = (totals == np.maximum.reduce(totals)).nonzero()[0]
-        pick = int(best[0]) if len(best) == 1 else int(best[int(self.rng.integers(len(best)))])
+        # Ties go to a seeded draw among the highest, in candidate order, as upstream's
+        # reservoir sampling picks uniformly among them.
+        count, pick = _highest(totals)
+        if count > 1:
+            pick = _nth_highest(totals, int(self.rng.integers(count)))
         result.outcome = "assumed"
         result.node = snap.node_names[int(feasible[pick])]
         return result
