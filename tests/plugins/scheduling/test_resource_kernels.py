@@ -367,11 +367,15 @@ def test_compiled_kernels_equal_their_python_form(seed: int) -> None:
     shape = np.array([[0, 30, 80, 100], [0, 70, 40, 100]], dtype=np.int64)
     for strategy in (kernels.LEAST, kernels.MOST, kernels.RATIO):
         args = (alloc, requested, non_zero, nodes, plan, strategy, shape)
-        fast = kernels.share_scores(*args)
-        assert fast.tolist() == _python(kernels.share_scores)(*args).tolist()
+        fast, slow = np.full(n, -7, dtype=np.int64), np.full(n, -9, dtype=np.int64)
+        kernels.share_scores(*args, fast)
+        _python(kernels.share_scores)(*args, slow)
+        assert fast.tolist() == slow.tolist()
     args2 = (alloc, requested, nodes, plan)
-    assert kernels.balanced_scores(*args2).tolist() == \
-        _python(kernels.balanced_scores)(*args2).tolist()
+    fast, slow = np.full(n, -7, dtype=np.int64), np.full(n, -9, dtype=np.int64)
+    kernels.balanced_scores(*args2, fast)
+    _python(kernels.balanced_scores)(*args2, slow)
+    assert fast.tolist() == slow.tolist()
     free = np.asfortranarray(alloc - requested // 4)
     pod_count = rng.integers(0, 5, size=n + 3)
     max_pods = rng.integers(0, 5, size=n + 3)
@@ -379,8 +383,11 @@ def test_compiled_kernels_equal_their_python_form(seed: int) -> None:
     requests = plan[kernels.PLAN_POD].copy()
     for failed in (np.zeros((0, 0), dtype=np.bool_), np.zeros((m + 1, n), dtype=np.bool_)):
         args3 = (free, alloc, pod_count, max_pods, nodes, columns, requests)
-        fast = kernels.fit_filter(*args3, failed.copy())
-        slow = _python(kernels.fit_filter)(*args3, failed.copy())
-        assert fast[0] == slow[0]
-        assert fast[1].tolist() == slow[1].tolist()
-        assert fast[2].tolist() == slow[2].tolist()
+        # Outputs start with junk: the kernel must write every entry.
+        fast_out = (np.full(n, -7, dtype=np.int64), np.full(n, 9, dtype=np.int8))
+        slow_out = (np.full(n, -5, dtype=np.int64), np.full(n, 7, dtype=np.int8))
+        fast = kernels.fit_filter(*args3, failed.copy(), *fast_out)
+        slow = _python(kernels.fit_filter)(*args3, failed.copy(), *slow_out)
+        assert fast == slow
+        assert fast_out[0].tolist() == slow_out[0].tolist()
+        assert fast_out[1].tolist() == slow_out[1].tolist()

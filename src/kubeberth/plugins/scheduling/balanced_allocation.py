@@ -102,8 +102,8 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         s = state.get(PRE_SCORE_KEY)
         plan = s if isinstance(s, np.ndarray) else self._plan(
             pod_score_requests(pod, self.args.resources, use_requested=True), snap)
-        scores: IntArray = balanced_scores(snap.allocatable_units, snap.requested_units, nodes,
-                                           plan)
+        scores = np.empty(len(nodes), dtype=np.int64)
+        balanced_scores(snap.allocatable_units, snap.requested_units, nodes, plan, scores)
         return scores
 
 

@@ -341,12 +341,15 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         checks = 1 + len(columns)
         # Past 63 checks the bits cannot hold them all: the kernel then records each verdict.
         failed = _NO_ROWS if checks <= _MAX_BITS else np.zeros((checks, len(nodes)), np.bool_)
-        ids = kernels.every_node_ids(len(nodes)) if snap.every_node(nodes) else nodes
-        failures, bits, codes = kernels.fit_filter(
+        n = len(nodes)
+        ids = kernels.every_node_ids(n) if snap.every_node(nodes) else nodes
+        bits = np.empty(n, dtype=np.int64)
+        codes = np.empty(n, dtype=np.int8)
+        failures = kernels.fit_filter(
             snap.free, snap.allocatable, snap.pod_count, snap.max_pods, ids, columns, requests,
-            failed)
+            failed, bits, codes)
         if not failures:
-            return all_pass(len(nodes))
+            return all_pass(n)
         # The reason table only if someone reads it.
         if checks > _MAX_BITS:
             return FilterResult(codes, explain=lambda: reason_table(failed.T, s.labels))
@@ -371,9 +374,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
               nodes: IntArray) -> IntArray:
         s = state.get(PRE_SCORE_KEY)
         plan = s if isinstance(s, np.ndarray) else self._plan(pod, snap)
-        scores: IntArray = kernels.share_scores(
-            snap.allocatable_units, snap.requested_units, snap.non_zero_units, nodes, plan,
-            self._strategy, self._shape)
+        scores = np.empty(len(nodes), dtype=np.int64)
+        kernels.share_scores(snap.allocatable_units, snap.requested_units, snap.non_zero_units,
+                             nodes, plan, self._strategy, self._shape, scores)
         return scores
 
     def events_to_register(self) -> list[ClusterEvent]:

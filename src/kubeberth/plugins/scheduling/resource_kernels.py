@@ -46,17 +46,19 @@ MAX_UTILIZATION = 100
 @kernel
 def fit_filter(free: IntArray, allocatable: IntArray, pod_count: IntArray, max_pods: IntArray,
                nodes: IntArray, columns: IntArray, requests: IntArray,
-               failed: BoolArray) -> tuple[int, IntArray, Int8Array]:
+               failed: BoolArray, bits: IntArray, codes: Int8Array) -> int:
     """Upstream ``fitsRequest`` over ``nodes``: check 0 is the pod slot, check ``j`` request
     ``requests[j - 1]`` against the free amount of state column ``columns[j - 1]``. Returns
     how many nodes failed, per node the failed checks as bits (check ``j`` is bit ``j``, for
     the first 63) and the code: 0, Unschedulable (2) or, when a failed request exceeds the
     node's whole allocatable, UnschedulableAndUnresolvable (3). When ``failed`` has rows, it
-    receives every check's verdict (checks × nodes), for more checks than bits."""
+    receives every check's verdict (checks × nodes), for more checks than bits. ``bits`` and
+    ``codes`` (one entry per node, any content) receive the results: arrays made by the caller
+    cost less than arrays a kernel hands back."""
     n = len(nodes)
     m = len(columns)
-    bits = np.zeros(n, dtype=np.int64)
-    codes = np.zeros(n, dtype=np.int8)
+    bits[:n] = 0
+    codes[:n] = 0
     record = failed.shape[0] > 0
     for k in range(n):
         i = nodes[k]
@@ -90,20 +92,21 @@ def fit_filter(free: IntArray, allocatable: IntArray, pod_count: IntArray, max_p
                 code = 3
                 break
         codes[k] = code
-    return failures, bits, codes
+    return failures
 
 
 @kernel
 def share_scores(allocatable: IntArray, requested: IntArray, non_zero: IntArray, nodes: IntArray,
-                 plan: IntArray, strategy: int, shape: IntArray) -> IntArray:
+                 plan: IntArray, strategy: int, shape: IntArray, out: IntArray) -> None:
     """NodeResourcesFit's score per node (upstream ``resourceAllocationScorer`` with the
     LeastAllocated, MostAllocated or RequestedToCapacityRatio scorer), from the state's
     matrices in upstream units. A resource the node lacks (allocatable 0) is skipped for that
     node, leaving its weight out; RequestedToCapacityRatio also leaves out resources scoring
-    0 and rounds half up. ``shape`` holds the ratio's utilizations (row 0) and scores (row 1)."""
+    0 and rounds half up. ``shape`` holds the ratio's utilizations (row 0) and scores (row 1).
+    The scores land in ``out`` (one entry per node, any content)."""
     n = len(nodes)
     m = plan.shape[1]
-    out = np.zeros(n, dtype=np.int64)
+    out[:n] = 0
     if m == 2 and strategy != RATIO:
         # The common case with the loop-invariant plan in registers; the same formulas.
         c0, c1 = plan[PLAN_COLUMN, 0], plan[PLAN_COLUMN, 1]
@@ -134,7 +137,7 @@ def share_scores(allocatable: IntArray, requested: IntArray, non_zero: IntArray,
                 weight_sum += w1
             if weight_sum != 0:
                 out[k] = total // weight_sum
-        return out
+        return
     utils = shape[0]
     points = shape[1]
     last = shape.shape[1] - 1
@@ -182,18 +185,17 @@ def share_scores(allocatable: IntArray, requested: IntArray, non_zero: IntArray,
             out[k] = (2 * total + weight_sum) // (2 * weight_sum)
         else:
             out[k] = total // weight_sum
-    return out
 
 
 @kernel
 def balanced_scores(allocatable: IntArray, requested: IntArray, nodes: IntArray,
-                    plan: IntArray) -> IntArray:
+                    plan: IntArray, out: IntArray) -> None:
     """NodeResourcesBalancedAllocation's score per node: the balance of the resources' used
     fractions (requests / allocatable, capped at 1, over the resources the node has) with the
-    pod minus without it, mapped onto 50..100 as ``50 + (50 + change) / 2`` (Go division)."""
+    pod minus without it, mapped onto 50..100 as ``50 + (50 + change) / 2`` (Go division).
+    The scores land in ``out`` (one entry per node)."""
     n = len(nodes)
     m = plan.shape[1]
-    out = np.empty(n, dtype=np.int64)
     half = MAX_SCORE // 2
     if m == 2:
         # The common case with the loop-invariant plan in registers; the same formulas.
@@ -217,7 +219,7 @@ def balanced_scores(allocatable: IntArray, requested: IntArray, nodes: IntArray,
             if q < 0 and q * 2 != change:
                 q += 1
             out[k] = half + q
-        return out
+        return
     fractions = np.empty(max(m, 1), dtype=np.float64)
     for k in range(n):
         i = nodes[k]
@@ -255,7 +257,6 @@ def balanced_scores(allocatable: IntArray, requested: IntArray, nodes: IntArray,
         if q < 0 and q * 2 != change:
             q += 1
         out[k] = half + q
-    return out
 
 
 _IDS: list[IntArray] = [np.arange(1024, dtype=np.int64)]
