@@ -44,6 +44,9 @@ def streak_start(ticks: list[Tick], threshold: float, above: bool) -> Tick:
 
 
 def flip_tick(ctl: LiveSpillController, direction: str) -> tuple[Tick, list[Tick]]:
+    # The controller writes the taint, then records the tick: a test that saw the taint may
+    # be a moment ahead of the record.
+    wait_for(lambda: any(t.flip == direction for t in list(ctl.ticks)), f"the {direction} tick")
     ticks = list(ctl.ticks)
     idx = next(i for i, t in enumerate(ticks) if t.flip == direction)
     return ticks[idx], ticks[: idx + 1]
