@@ -381,8 +381,13 @@ def test_compiled_kernels_equal_their_python_form(seed: int) -> None:
     max_pods = rng.integers(0, 5, size=n + 3)
     columns = plan[kernels.PLAN_COLUMN].copy()
     requests = plan[kernels.PLAN_POD].copy()
-    for failed in (np.zeros((0, 0), dtype=np.bool_), np.zeros((m + 1, n), dtype=np.bool_)):
-        args3 = (free, alloc, pod_count, max_pods, nodes, columns, requests)
+    prefix = np.arange(n, dtype=np.int64)  # the first n slots: the column-reading path
+    for failed, ids, every in itertools.product(
+            (np.zeros((0, 0), dtype=np.bool_), np.zeros((m + 1, n), dtype=np.bool_)),
+            (nodes, prefix), (False, True)):
+        if every and ids is nodes:
+            continue
+        args3 = (free, alloc, pod_count, max_pods, ids, every, columns, requests)
         # Outputs start with junk: the kernel must write every entry.
         fast_out = (np.full(n, -7, dtype=np.int64), np.full(n, 9, dtype=np.int8))
         slow_out = (np.full(n, -5, dtype=np.int64), np.full(n, 7, dtype=np.int8))
@@ -391,3 +396,10 @@ def test_compiled_kernels_equal_their_python_form(seed: int) -> None:
         assert fast == slow
         assert fast_out[0].tolist() == slow_out[0].tolist()
         assert fast_out[1].tolist() == slow_out[1].tolist()
+        if ids is prefix:
+            # Reading columns front to back decides what the indirect reads decide.
+            other = (np.full(n, -3, dtype=np.int64), np.full(n, 5, dtype=np.int8))
+            assert kernels.fit_filter(free, alloc, pod_count, max_pods, ids, not every, columns,
+                                      requests, failed.copy(), *other) == fast
+            assert other[0].tolist() == fast_out[0].tolist()
+            assert other[1].tolist() == fast_out[1].tolist()

@@ -242,7 +242,7 @@ class PreFilterState(NamedTuple):
     labels: tuple[str, ...]
 
 
-_ORDER_CACHE_LIMIT = 1024
+_SHAPE_CACHE_LIMIT = 1024
 # Failed checks are kept as bits of one int64 per node, so up to 63 checks.
 _MAX_BITS = 63
 _UNMEETABLE = np.iinfo(np.int64).max
@@ -271,9 +271,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             factor = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
             self._shape = np.array([[p.utilization for p in strategy.shape],
                                     [p.score * factor for p in strategy.shape]], dtype=np.int64)
-        # Resource names of a request map (in its order) -> the names Filter checks, in
-        # upstream's order. Pods share a handful of such shapes.
-        self._orders: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        # A pod's requests (name, amount pairs in the map's order) -> what Filter checks. Pods
+        # share a handful of such shapes; a PreFilterState is immutable, so one serves them all.
+        self._pre_filter_states: dict[tuple[tuple[str, int], ...], PreFilterState] = {}
         # Per pod shape and state columns: Filter's columns and requests, Score's plan.
         self._checks: kernels.PlanCache[PreFilterState, tuple[IntArray, IntArray]] = \
             kernels.PlanCache()
@@ -285,28 +285,24 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return False
         return name in self._ignored or name.split("/", 1)[0] in self._ignored_groups
 
-    def _check_order(self, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The checked names for requests with these names (all positive), and their labels."""
-        hit = self._orders.get(names)
-        if hit is None:
-            order = [name for name in _FIXED_ORDER if name in names]
-            order += [name for name in sorted(names) if name not in _FIXED_ORDER
-                      and is_scalar_resource(name) and not self._ignored_resource(name)]
-            hit = (tuple(order), (TOO_MANY_PODS, *("Insufficient " + n for n in order)))
-            if len(self._orders) >= _ORDER_CACHE_LIMIT:
-                self._orders.clear()
-            self._orders[names] = hit
-        return hit
-
     def compute_pre_filter_state(self, pod: PodInfo) -> PreFilterState:
         reqs = pod.requests
-        names, labels = self._check_order(tuple(reqs))
-        requests = tuple(reqs[name] for name in names)
-        if not requests or min(requests) > 0:
-            return PreFilterState(names, requests, labels)
-        kept = [(name, r) for name, r in zip(names, requests, strict=True) if r > 0]
-        return PreFilterState(tuple(n for n, _ in kept), tuple(r for _, r in kept),
-                              (TOO_MANY_PODS, *("Insufficient " + n for n, _ in kept)))
+        key = tuple(reqs.items())
+        hit = self._pre_filter_states.get(key)
+        if hit is None:
+            if len(self._pre_filter_states) >= _SHAPE_CACHE_LIMIT:
+                self._pre_filter_states.clear()
+            hit = self._pre_filter_states[key] = self._checks_for(reqs)
+        return hit
+
+    def _checks_for(self, reqs: Mapping[str, int]) -> PreFilterState:
+        """The positive requests Filter checks, in upstream's order (cpu, memory,
+        ephemeral-storage, then scalar resources by name, ignored ones left out)."""
+        order = [name for name in _FIXED_ORDER if reqs.get(name, 0) > 0]
+        order += [name for name in sorted(reqs) if name not in _FIXED_ORDER and reqs[name] > 0
+                  and is_scalar_resource(name) and not self._ignored_resource(name)]
+        return PreFilterState(tuple(order), tuple(reqs[name] for name in order),
+                              (TOO_MANY_PODS, *("Insufficient " + n for n in order)))
 
     def pre_filter(self, state: CycleState, pod: PodInfo,
                    snap: ClusterState) -> tuple[PreFilterResult | None, Status]:
@@ -342,12 +338,13 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # Past 63 checks the bits cannot hold them all: the kernel then records each verdict.
         failed = _NO_ROWS if checks <= _MAX_BITS else np.zeros((checks, len(nodes)), np.bool_)
         n = len(nodes)
-        ids = kernels.every_node_ids(n) if snap.every_node(nodes) else nodes
+        every = snap.every_node(nodes)
+        ids = kernels.every_node_ids(n) if every else nodes
         bits = np.empty(n, dtype=np.int64)
         codes = np.empty(n, dtype=np.int8)
         failures = kernels.fit_filter(
-            snap.free, snap.allocatable, snap.pod_count, snap.max_pods, ids, columns, requests,
-            failed, bits, codes)
+            snap.free, snap.allocatable, snap.pod_count, snap.max_pods, ids, every, columns,
+            requests, failed, bits, codes)
         if not failures:
             return all_pass(n)
         # The reason table only if someone reads it.

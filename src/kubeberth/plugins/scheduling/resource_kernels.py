@@ -45,7 +45,7 @@ MAX_UTILIZATION = 100
 
 @kernel
 def fit_filter(free: IntArray, allocatable: IntArray, pod_count: IntArray, max_pods: IntArray,
-               nodes: IntArray, columns: IntArray, requests: IntArray,
+               nodes: IntArray, every: bool, columns: IntArray, requests: IntArray,
                failed: BoolArray, bits: IntArray, codes: Int8Array) -> int:
     """Upstream ``fitsRequest`` over ``nodes``: check 0 is the pod slot, check ``j`` request
     ``requests[j - 1]`` against the free amount of state column ``columns[j - 1]``. Returns
@@ -54,7 +54,8 @@ def fit_filter(free: IntArray, allocatable: IntArray, pod_count: IntArray, max_p
     node's whole allocatable, UnschedulableAndUnresolvable (3). When ``failed`` has rows, it
     receives every check's verdict (checks × nodes), for more checks than bits. ``bits`` and
     ``codes`` (one entry per node, any content) receive the results: arrays made by the caller
-    cost less than arrays a kernel hands back."""
+    cost less than arrays a kernel hands back. ``every`` says that ``nodes`` is ``0 .. n-1``:
+    each check then reads its column front to back, without the indirection."""
     n = len(nodes)
     m = len(columns)
     bits[:n] = 0
@@ -70,6 +71,12 @@ def fit_filter(free: IntArray, allocatable: IntArray, pod_count: IntArray, max_p
         c = columns[j]
         request = requests[j]
         bit = np.int64(1) << np.int64(j + 1) if j < 62 else np.int64(0)
+        if every and not record:
+            column = free[:, c]
+            for k in range(n):
+                if column[k] < request:
+                    bits[k] |= bit
+            continue
         for k in range(n):
             if free[nodes[k], c] < request:
                 bits[k] |= bit
