@@ -630,8 +630,9 @@ spec:
         "flavorsUsage") == usage, "team-b's status to show the borrowed GPUs")
     status = objects(live, "clusterqueues")["team-b"]["status"]
     assert (status["admittedWorkloads"], status["pendingWorkloads"]) == (1, 0)
-    lq = objects(live, "localqueues")["team-b/main"]["status"]
-    assert lq["admittedWorkloads"] == 1
+    # LocalQueue statuses are written after the ClusterQueues' in the same pass.
+    wait_for(lambda: (objects(live, "localqueues")["team-b/main"].get("status") or {}).get(
+        "admittedWorkloads") == 1, "team-b/main's status to count the admitted Workload")
 
 
 def group_pod(name: str, gpus: int, total: int, image: str = "busybox") -> str:
