@@ -85,7 +85,6 @@ class CycleResult:
         return self.qpi.info
 
 
-
 @kernel
 def _highest(totals: IntArray) -> tuple[int, int]:
     """How many candidates share the highest total, and the first of them (one pass)."""
@@ -104,17 +103,17 @@ def _highest(totals: IntArray) -> tuple[int, int]:
 
 
 @kernel
-def _nth_highest(totals: IntArray, nth: int) -> int:
-    """Position of the ``nth`` (from 0) candidate holding the highest total."""
-    best = totals[0]
-    for k in range(1, len(totals)):
-        best = max(best, totals[k])
-    for k in range(len(totals)):
+def _nth_highest(totals: IntArray, first: int, nth: int) -> int:
+    """Position of the ``nth`` (from 0) candidate holding the highest total, which
+    :func:`_highest` found first at ``first``."""
+    best = totals[first]
+    for k in range(first, len(totals)):
         if totals[k] == best:
             if nth == 0:
                 return k
             nth -= 1
     return -1
+
 
 def fit_error_message(diagnosis: Diagnosis, num_nodes: int) -> str:
     """Upstream FitError text: ``0/N nodes are available: <count> <reason>, ...``, with the
@@ -393,7 +392,7 @@ class Scheduler:
         # reservoir sampling picks uniformly among them.
         count, pick = _highest(totals)
         if count > 1:
-            pick = _nth_highest(totals, int(self.rng.integers(count)))
+            pick = _nth_highest(totals, pick, int(self.rng.integers(count)))
         result.outcome = "assumed"
         result.node = snap.node_names[int(feasible[pick])]
         return result
