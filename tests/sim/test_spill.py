@@ -166,6 +166,11 @@ def test_outputs_include_spill_files(tmp_path: Path) -> None:
     prom = (tmp_path / "spill_metrics.prom").read_text()
     assert 'kubeberth_spill_taint_flips_total{direction="add"} 2.0' in prom
     assert "kubeberth_spill_gpu_hours_total" in prom
+    assert "_created" not in prom
+    again = tmp_path / "again"
+    sim, _ = simulate(config())
+    write_outputs(sim.run(), again, {"workload": "spill"})
+    assert (again / "spill_metrics.prom").read_bytes() == prom.encode()
 
 
 def test_low_gpu_taint_is_on_the_node_when_tainted() -> None:
