@@ -10,10 +10,10 @@ from collections.abc import Callable
 import msgspec
 
 from kubeberth.api.objects import Node
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.framework.scheduler import Scheduler
-from kubeberth.framework.status import SUCCESS, Status
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.framework.status import SUCCESS, Status
+from kubeberth.scheduling.registry import in_tree_registry
+from kubeberth.scheduling.scheduler import Scheduler
 from kubeberth.sim.traces import TracePod, bundled_nodes, bundled_pods
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 

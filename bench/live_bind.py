@@ -23,9 +23,9 @@ from typing import Any
 from lightkube import Client, KubeConfig
 
 from kubeberth.apiserver import EmbeddedServer, ManualClock
-from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.live.scheduler import BIND_WORKERS, LiveScheduler
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 
 
 def _node(i: int) -> dict[str, Any]:

@@ -10,8 +10,8 @@ import time
 
 from common import peak_rss_mib
 
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.engine import Simulation
 from kubeberth.sim.traces import default_workload
 

@@ -10,9 +10,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.plugins.scheduling import in_tree_registry
 from kubeberth.report.output import REPORT_FILE, write_outputs
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.engine import Simulation
 from kubeberth.sim.traces import default_workload
 

@@ -18,15 +18,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kubeberth.api.errors import InputError
-from kubeberth.framework.cycle_state import CycleState
-from kubeberth.framework.handle import Handle
-from kubeberth.framework.interface import (
+from kubeberth.scheduling.framework.cycle_state import CycleState
+from kubeberth.scheduling.framework.handle import Handle
+from kubeberth.scheduling.framework.interface import (
     ClusterEvent,
     EnqueueExtensions,
     PreScorePlugin,
     ScorePlugin,
 )
-from kubeberth.framework.status import SUCCESS, Status
+from kubeberth.scheduling.framework.status import SUCCESS, Status
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 NAME = "NodeNumber"

@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
 from kubeberth.config.manifests import load_manifests
-from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.live.extender import ExtenderServer, ExtenderService, make_app
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 
 CLUSTER = """\
 apiVersion: v1

@@ -11,11 +11,11 @@ import numpy as np
 from kubeberth.api.objects import Pod
 from kubeberth.api.resources import resource_map
 from kubeberth.api.scheduling_crds import ElasticQuota
-from kubeberth.framework.cycle_state import CycleState
-from kubeberth.framework.handle import Handle
-from kubeberth.plugins.scheduling.capacity_scheduling import CapacityScheduling
-from kubeberth.plugins.scheduling.volcano_proportion import QueueAttr, water_fill
-from kubeberth.plugins.scheduling.volcano_resource import from_milli
+from kubeberth.scheduling.framework.cycle_state import CycleState
+from kubeberth.scheduling.framework.handle import Handle
+from kubeberth.scheduling.plugins.capacity_scheduling import CapacityScheduling
+from kubeberth.scheduling.plugins.volcano_proportion import QueueAttr, water_fill
+from kubeberth.scheduling.plugins.volcano_resource import from_milli
 from kubeberth.state.cluster import ClusterState, make_pod_info
 
 

@@ -18,10 +18,10 @@ from tests.conformance.deschedcases import NODE_KEYS, NOW_TEXT, POD_KEYS, write_
 from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
-from kubeberth.config.descheduler import load_descheduler_policy
 from kubeberth.config.manifests import load_manifests
-from kubeberth.plugins.deschedule import build_descheduler
-from kubeberth.plugins.deschedule.framework import Snapshot, parse_time
+from kubeberth.descheduling.framework import Snapshot, parse_time
+from kubeberth.descheduling.policy import load_descheduler_policy
+from kubeberth.descheduling.registry import build_descheduler
 
 CASES = load_cases("descheduler")
 

@@ -19,9 +19,9 @@ import yaml
 from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
-from kubeberth.framework.queue import backoff_duration
-from kubeberth.framework.runtime import num_feasible_nodes_to_find
-from kubeberth.plugins.scheduling.helper import broken_linear_function
+from kubeberth.scheduling.framework.queue import backoff_duration
+from kubeberth.scheduling.framework.runtime import num_feasible_nodes_to_find
+from kubeberth.scheduling.plugins.helper import broken_linear_function
 
 from .casefiles import load_cases, newest, node_manifest, pdb_manifest, pod_manifest
 from .fairshare import capacity_pre_filter_codes, proportion_deserved

@@ -15,10 +15,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from kubeberth.api.quantity import to_milli
-from kubeberth.cli.admit import admit
-from kubeberth.cli.main import app
-from kubeberth.config.kueue import (
+from kubeberth.admission.flavors import MODE_NAMES, FlavorAssigner
+from kubeberth.admission.model import (
     ClusterQueue,
     FlavorFungibility,
     FlavorQuotas,
@@ -29,9 +27,11 @@ from kubeberth.config.kueue import (
     load_kueue,
     parse_time,
 )
+from kubeberth.admission.quota import ClusterQueueSnapshot, Snapshot
+from kubeberth.api.quantity import to_milli
+from kubeberth.cli.admit import admit
+from kubeberth.cli.main import app
 from kubeberth.config.manifests import load_manifests
-from kubeberth.plugins.admission.flavor_assigner import MODE_NAMES, FlavorAssigner
-from kubeberth.plugins.admission.quota import ClusterQueueSnapshot, Snapshot
 
 from .casefiles import load_cases
 from .kueue_casefiles import NOW, case_manifests

@@ -27,7 +27,7 @@ from tests.live.spillenv import LOW, VK, bound_pod, gpu_node, spill_config, vk_n
 from kubeberth.apiserver import EmbeddedServer, ManualClock
 from kubeberth.config.manifests import load_manifests
 from kubeberth.live.spill import LiveSpillController
-from kubeberth.plugins.spill.promql import free_gpu_query
+from kubeberth.spill.promql import free_gpu_query
 
 STABILIZATION = 4.0
 

@@ -16,9 +16,9 @@ from lightkube import Client, KubeConfig
 
 from kubeberth.apiserver import EmbeddedServer, ManualClock
 from kubeberth.config.manifests import load_manifests
-from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.live.scheduler import LiveScheduler
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 GPU = "nvidia.com/gpu"

@@ -13,11 +13,11 @@ from urllib.parse import parse_qs
 
 from tests.live.harness import Live, wait_for, write
 
-from kubeberth.config.descheduler import load_descheduler_policy
-from kubeberth.config.spill import SpillConfig, load_spill_config
+from kubeberth.descheduling.policy import load_descheduler_policy
 from kubeberth.live.descheduler import LiveDescheduler
 from kubeberth.live.leader import LeaderElector
 from kubeberth.live.spill import LiveSpillController
+from kubeberth.spill.config import SpillConfig, load_spill_config
 
 VK = "virtual-kubelet"
 LOW = "vk.node.com/low-gpu-usage"

@@ -16,9 +16,9 @@ from lightkube import Client
 from tests.live.harness import Live, node, wait_for, write
 from typer.testing import CliRunner
 
+from kubeberth.admission.model import KueueConfiguration, load_kueue
 from kubeberth.cli.admit import admit, contract
 from kubeberth.cli.main import app
-from kubeberth.config.kueue import KueueConfiguration, load_kueue
 from kubeberth.config.manifests import load_manifests
 from kubeberth.live.admission import LiveAdmission
 from kubeberth.live.leader import LeaderElector

@@ -16,15 +16,15 @@ from lightkube import Client
 from tests.live.harness import GPU, Live, bound, gpus_by_node, node, pod, wait_for, write
 
 from kubeberth.api.errors import InputError
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.config.types import PluginRef, PluginSet
-from kubeberth.framework.cycle_state import CycleState
-from kubeberth.framework.handle import Handle
-from kubeberth.framework.interface import ReservePlugin
-from kubeberth.framework.registry import Registry
-from kubeberth.framework.status import SUCCESS, Status
 from kubeberth.live.scheduler import LiveScheduler
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.config.types import PluginRef, PluginSet
+from kubeberth.scheduling.framework.cycle_state import CycleState
+from kubeberth.scheduling.framework.handle import Handle
+from kubeberth.scheduling.framework.interface import ReservePlugin
+from kubeberth.scheduling.framework.registry import Registry
+from kubeberth.scheduling.framework.status import SUCCESS, Status
+from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.state.cluster import ClusterState, PodInfo
 
 

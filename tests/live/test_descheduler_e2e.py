@@ -73,9 +73,9 @@ def test_pass_equals_kubeberth_deschedule_on_the_same_objects(live: Live,
     for kind in ("nodes", "pods", "pdb", "deployments", "replicasets"):
         items += json.loads(live.kubectl("get", kind, "-A", "-o", "json"))["items"]
     dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-    from kubeberth.config.descheduler import load_descheduler_policy
     from kubeberth.config.manifests import load_manifests
-    from kubeberth.plugins.deschedule import Snapshot, build_descheduler
+    from kubeberth.descheduling.policy import load_descheduler_policy
+    from kubeberth.descheduling.registry import Snapshot, build_descheduler
     files = build_descheduler(load_descheduler_policy(tmp_path / "policy.yaml")).run_pass(
         Snapshot.from_manifests(load_manifests([dump]), ctl.wall()))
     assert planned.to_json() == files.to_json()

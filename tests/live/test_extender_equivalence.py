@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from kubeberth.config.manifests import load_manifests
-from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.live.extender import ExtenderServer, ExtenderService, make_app
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.explain import explain
 
 # Six nodes of different sizes (so scores differ), a tainted one, zones, pods already bound,

@@ -20,7 +20,6 @@ from typer.testing import CliRunner
 from kubeberth.api.errors import InputError
 from kubeberth.cli.main import app
 from kubeberth.config.manifests import load_manifests
-from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.live.extender import (
     NOT_CACHED,
     PREFILTER_REJECTED,
@@ -29,7 +28,8 @@ from kubeberth.live.extender import (
     make_app,
     normalize,
 )
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 
 CLUSTER = """\
 apiVersion: v1

@@ -12,12 +12,12 @@ from typing import Any
 from lightkube import Client, KubeConfig
 from tests.live.spillenv import spill_config
 
-from kubeberth.config.spill import ExcludePods
+from kubeberth.descheduling.framework import parse_time
 from kubeberth.live.cache import ObjectCache
 from kubeberth.live.descheduler import DeschedulerMetrics, snapshot_of
 from kubeberth.live.informer import SYNC
 from kubeberth.live.spill import API_RESOURCES, ApiSignal
-from kubeberth.plugins.deschedule.framework import parse_time
+from kubeberth.spill.config import ExcludePods
 
 NOW = 1_800_000_000.0
 

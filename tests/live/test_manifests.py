@@ -24,10 +24,10 @@ from typer.main import get_command
 
 from kubeberth.api.errors import InputError
 from kubeberth.cli.main import app
-from kubeberth.config.descheduler import load_descheduler_policy
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.config.spill import load_spill_config
+from kubeberth.descheduling.policy import load_descheduler_policy
 from kubeberth.live.deploy import CONTROLLERS, RBAC, SPILL_API_SIGNAL, manifests, rbac_rows, render
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.spill.config import load_spill_config
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CONFIGS = {"scheduler": EXAMPLES / "gangs" / "scheduler-config.yaml",

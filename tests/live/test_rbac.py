@@ -41,15 +41,15 @@ from tests.live.spillenv import (
 )
 
 from kubeberth.apiserver.audit import Access
-from kubeberth.config.descheduler import load_descheduler_policy
-from kubeberth.config.scheduler import load_scheduler_config
+from kubeberth.descheduling.policy import load_descheduler_policy
 from kubeberth.live.admission import KueueResources, LiveAdmission
 from kubeberth.live.deploy import rbac_rows, scheduler_reads_config_maps
 from kubeberth.live.descheduler import LiveDescheduler
 from kubeberth.live.leader import LeaderElector
 from kubeberth.live.scheduler import LiveScheduler
 from kubeberth.live.spill import LiveSpillController
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 
 PRIORITIES = """\
 apiVersion: scheduling.k8s.io/v1

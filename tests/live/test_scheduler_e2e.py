@@ -13,10 +13,10 @@ from tests.live.harness import GPU, Live, bound, gpus_by_node, node, pod, wait_f
 
 from kubeberth.api.objects import ObjectMeta, Pod
 from kubeberth.config.manifests import load_manifests
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.framework.handle import WaitingPod
 from kubeberth.live.scheduler import LiveScheduler
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.framework.handle import WaitingPod
+from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.explain import explain
 from kubeberth.state.cluster import make_pod_info
 

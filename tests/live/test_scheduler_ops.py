@@ -15,11 +15,11 @@ import httpx
 from lightkube.resources.coordination_v1 import Lease
 from tests.live.harness import Live, bound, node, pod, wait_for, write
 
-from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.live.leader import LeaderElector
 from kubeberth.live.metrics import HealthServer
 from kubeberth.live.scheduler import LiveScheduler
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 
 
 def _candidate(live: Live, identity: str) -> LiveScheduler:

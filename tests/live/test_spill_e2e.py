@@ -27,7 +27,7 @@ from tests.live.spillenv import (
 )
 
 from kubeberth.live.spill import LiveSpillController, Tick
-from kubeberth.plugins.spill.promql import free_gpu_query
+from kubeberth.spill.promql import free_gpu_query
 
 BUSY = "".join(bound_pod(f"busy-{i}", "gpu-1") for i in range(4))
 

@@ -20,10 +20,10 @@ import yaml
 from tests.live.harness import KUBECTL, wait_for
 
 from kubeberth.cli.up import CLUSTER_FILES, demo_dir
-from kubeberth.config.descheduler import load_descheduler_policy
 from kubeberth.config.manifests import load_manifests
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.config.spill import load_spill_config
+from kubeberth.descheduling.policy import load_descheduler_policy
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.spill.config import load_spill_config
 
 DEMO_NODES = {"gpu-a", "gpu-b", "cpu-a", "virtual-kubelet"}
 

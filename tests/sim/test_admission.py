@@ -14,8 +14,8 @@ import yaml
 from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.engine import Simulation
 from kubeberth.sim.traces import load_workload
 

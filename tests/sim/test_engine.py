@@ -8,14 +8,14 @@ from typing import Any, ClassVar
 import msgspec
 
 from kubeberth.api.objects import Node, Pod
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.config.types import PluginRef, PluginSet
-from kubeberth.framework.cycle_state import CycleState
-from kubeberth.framework.handle import Handle
-from kubeberth.framework.interface import PermitPlugin
-from kubeberth.framework.registry import Registry
-from kubeberth.framework.status import SUCCESS, Code, Status
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.config.types import PluginRef, PluginSet
+from kubeberth.scheduling.framework.cycle_state import CycleState
+from kubeberth.scheduling.framework.handle import Handle
+from kubeberth.scheduling.framework.interface import PermitPlugin
+from kubeberth.scheduling.framework.registry import Registry
+from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
+from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.engine import Simulation
 from kubeberth.sim.traces import TracePod, Workload
 from kubeberth.state.cluster import ClusterState, PodInfo

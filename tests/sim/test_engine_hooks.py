@@ -14,8 +14,8 @@ from kubeberth.api.objects import (
     PodDisruptionBudgetSpec,
     Taint,
 )
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.engine import PodListener, Simulation
 from kubeberth.sim.traces import TracePod, Workload
 from kubeberth.state.cluster import PodInfo

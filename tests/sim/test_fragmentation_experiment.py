@@ -133,8 +133,8 @@ def test_ray_gives_the_same_results(tmp_path: Path) -> None:
 
 def test_simulate_series_carry_fragmentation(tmp_path: Path) -> None:
     """`kubeberth simulate` samples GPU fragmentation and fully free 8-GPU nodes over time."""
-    from kubeberth.config.scheduler import load_scheduler_config
-    from kubeberth.plugins.scheduling import in_tree_registry
+    from kubeberth.scheduling.config.loader import load_scheduler_config
+    from kubeberth.scheduling.registry import in_tree_registry
     from kubeberth.sim.engine import Simulation
     from kubeberth.sim.metrics import SERIES_COLUMNS
     from kubeberth.sim.traces import Workload

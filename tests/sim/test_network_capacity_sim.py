@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from kubeberth.api.errors import InputError
 from kubeberth.cli.main import app
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.engine import SimResult, Simulation
 from kubeberth.sim.traces import load_workload
 

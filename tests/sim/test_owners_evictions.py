@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.engine import EvictionRecord, SimResult, Simulation
 from kubeberth.sim.traces import load_workload, read_trace
 from kubeberth.state.disruption import TOO_MANY_REQUESTS

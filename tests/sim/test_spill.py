@@ -11,14 +11,15 @@ import msgspec
 import pytest
 
 from kubeberth.api.selectors import tolerated
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.config.spill import Outage, SpillConfig, load_spill_config
-from kubeberth.plugins.scheduling import in_tree_registry
-from kubeberth.plugins.spill.vk import LOW_GPU_TAINT
+from kubeberth.live.prometheus import spill_signal
 from kubeberth.report.output import write_outputs
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.engine import Simulation
 from kubeberth.sim.spill import SpillHost
 from kubeberth.sim.traces import load_workload
+from kubeberth.spill.config import Outage, SpillConfig, load_spill_config
+from kubeberth.spill.vk import LOW_GPU_TAINT
 from kubeberth.state.cluster import ClusterState
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "spill"
@@ -57,7 +58,7 @@ def simulate(cfg: SpillConfig, descheduler: object = None, until: float | None =
     sim = Simulation(wl, load_scheduler_config(None), in_tree_registry(), sample_interval=60.0,
                      descheduler=descheduler, deschedule_interval=60.0,  # type: ignore[arg-type]
                      until=until)
-    host = SpillHost(cfg)
+    host = SpillHost(cfg, spill_signal(cfg))
     host.attach(sim)
     return sim, host
 

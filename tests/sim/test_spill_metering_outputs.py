@@ -11,13 +11,13 @@ import msgspec
 import pytest
 
 from kubeberth.api.objects import Pod
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.config.spill import SpillConfig, VirtualNode
-from kubeberth.plugins.scheduling import in_tree_registry
 from kubeberth.report.output import summary, write_outputs
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.engine import Simulation
 from kubeberth.sim.spill import SpillHost, pod_gpus
 from kubeberth.sim.traces import load_workload
+from kubeberth.spill.config import SpillConfig, VirtualNode
 from kubeberth.state.cluster import make_pod_info
 
 NODE = """\

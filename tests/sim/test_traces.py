@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from tests.paths import SHARED
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Pod
@@ -22,7 +23,7 @@ from kubeberth.sim.traces import (
     TracePod,
 )
 
-SHARED = Path("/work/shared/data/alibaba-gpu-v2023")
+SHARED = SHARED / "data" / "alibaba-gpu-v2023"
 MIB = 1024 * 1024 * 1000  # one MiB in milli-bytes
 
 NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model\n"

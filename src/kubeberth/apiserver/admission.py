@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kubeberth.admission.model import ADMISSION_GATE, QUEUE_LABEL, UNMANAGED_NAMESPACES
 from kubeberth.api.errors import InputError
 from kubeberth.apiserver import errors
 from kubeberth.apiserver.resources import ResourceType
-from kubeberth.config.kueue import ADMISSION_GATE, QUEUE_LABEL, UNMANAGED_NAMESPACES
 from kubeberth.config.manifests import DEFAULT_NAMESPACE, decode_object
 from kubeberth.config.yamlsrc import Document, Source
 

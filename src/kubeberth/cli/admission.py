@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from kubeberth.admission.model import KueueConfiguration, load_kueue
 from kubeberth.api.errors import InputError
 from kubeberth.cli.live_common import (
     DryRunOption,
@@ -29,7 +30,6 @@ from kubeberth.cli.live_common import (
     fail,
     run_controller,
 )
-from kubeberth.config.kueue import KueueConfiguration, load_kueue
 from kubeberth.config.manifests import load_manifests
 
 

@@ -1,6 +1,6 @@
 """``kubeberth admit``: run Kueue admission cycles over manifests and print the outcome.
 
-The command is the public face of :mod:`kubeberth.plugins.admission`: it reads Kueue objects,
+The command is the public face of :mod:`kubeberth.admission`: it reads Kueue objects,
 queue-labelled Jobs and Pods, and Workloads (admitted ones carry ``status.admission``), runs
 scheduling cycles until nothing changes (or ``--cycles N``), treating every eviction it issues as
 observed before the next cycle, and prints the JSON contract documented in docs/admission.md, or
@@ -19,15 +19,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kubeberth.cli.common import OutputFormat, user_errors
-from kubeberth.config.kueue import KueueObjects, Workload, load_kueue, parse_time
-from kubeberth.config.manifests import load_manifests
-from kubeberth.plugins.admission import (
+from kubeberth.admission import (
     AdmissionState,
     finish_evictions,
     run_cycle,
 )
-from kubeberth.plugins.admission.preemption import Target
+from kubeberth.admission.model import KueueObjects, Workload, load_kueue, parse_time
+from kubeberth.admission.preemption import Target
+from kubeberth.cli.common import OutputFormat, user_errors
+from kubeberth.config.manifests import load_manifests
 
 MAX_CYCLES = 1000
 

@@ -16,9 +16,9 @@ import typer
 from rich.console import Console
 
 from kubeberth.api.errors import InputError
-from kubeberth.config.types import SchedulerConfiguration
-from kubeberth.framework.registry import Registry
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.types import SchedulerConfiguration
+from kubeberth.scheduling.framework.registry import Registry
+from kubeberth.scheduling.registry import in_tree_registry
 
 err_console = Console(stderr=True)
 
@@ -43,8 +43,4 @@ def user_errors(config: SchedulerConfiguration | None = None) -> Iterator[None]:
 
 def scheduling_registry(plugins: list[str] | None) -> Registry:
     """The in-tree plugins, those installed as entry points, and ``--plugin module:attr``."""
-    reg = in_tree_registry()
-    reg.load_entry_points()
-    for spec in plugins or []:
-        reg.load_import_path(spec)
-    return reg
+    return in_tree_registry().with_out_of_tree(plugins)

@@ -20,10 +20,8 @@ from rich.table import Table
 
 from kubeberth.api.errors import InputError
 from kubeberth.cli.common import OutputFormat, err_console, user_errors
-from kubeberth.config.descheduler import load_descheduler_policy
 from kubeberth.config.manifests import load_manifests
-from kubeberth.plugins.deschedule import build_descheduler
-from kubeberth.plugins.deschedule.framework import (
+from kubeberth.descheduling.framework import (
     Decision,
     PassResult,
     Snapshot,
@@ -31,6 +29,8 @@ from kubeberth.plugins.deschedule.framework import (
     format_time,
     parse_time,
 )
+from kubeberth.descheduling.policy import load_descheduler_policy
+from kubeberth.descheduling.registry import build_descheduler
 
 
 def deschedule(

@@ -30,9 +30,9 @@ from kubeberth.cli.live_common import (
     fail,
     run_controller,
 )
-from kubeberth.config.descheduler import load_descheduler_policy
-from kubeberth.plugins.deschedule import build_descheduler
-from kubeberth.plugins.deschedule.args import duration
+from kubeberth.descheduling.args import duration
+from kubeberth.descheduling.policy import load_descheduler_policy
+from kubeberth.descheduling.registry import build_descheduler
 
 
 def descheduler_command(

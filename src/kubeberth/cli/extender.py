@@ -19,8 +19,8 @@ from rich.console import Console
 
 from kubeberth.cli.common import err_console, scheduling_registry, user_errors
 from kubeberth.config.manifests import load_manifests
-from kubeberth.config.scheduler import load_scheduler_config
 from kubeberth.live.extender import ExtenderServer, ExtenderService, make_app
+from kubeberth.scheduling.config.loader import load_scheduler_config
 
 console = Console()
 

@@ -31,8 +31,8 @@ from kubeberth.cli.spill import SpillConfigOpt, spill_app, spill_config
 from kubeberth.cli.spill_controller import spill_controller_command
 from kubeberth.cli.up import up_command
 from kubeberth.config.manifests import load_manifests
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.config.types import SchedulerConfiguration
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.scheduling.config.types import SchedulerConfiguration
 
 app = typer.Typer(add_completion=False, no_args_is_help=False,
                   help="Decide where GPU work runs on Kubernetes: simulate and explain "
@@ -99,7 +99,7 @@ def simulate(
                                    spill_stabilization, spill_interval)
         desched = None
         if deschedule_policy is not None:
-            from kubeberth.config.descheduler import load_descheduler_policy
+            from kubeberth.descheduling.policy import load_descheduler_policy
             from kubeberth.sim.descheduling import SimDescheduler
 
             if descheduling_interval <= 0:
@@ -121,9 +121,10 @@ def simulate(
             if desched is not None:
                 desched.attach(sim)
             if spill_setup is not None:
+                from kubeberth.live.prometheus import spill_signal
                 from kubeberth.sim.spill import SpillHost
 
-                SpillHost(spill_setup).attach(sim)
+                SpillHost(spill_setup, spill_signal(spill_setup)).attach(sim)
             result = sim.run()
     meta: dict[str, Any] = {
         "workload": wl.name, "nodes": len(wl.nodes), "seed": seed,

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from kubeberth.api.errors import InputError
+from kubeberth.cli.common import scheduling_registry
 from kubeberth.cli.live_common import (
     DryRunOption,
     KubeconfigOption,
@@ -28,17 +29,7 @@ from kubeberth.cli.live_common import (
     fail,
     run_controller,
 )
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.framework.registry import Registry
-from kubeberth.plugins.scheduling import in_tree_registry
-
-
-def _registry(plugins: list[str] | None) -> Registry:
-    reg = in_tree_registry()
-    reg.load_entry_points()
-    for spec in plugins or []:
-        reg.load_import_path(spec)
-    return reg
+from kubeberth.scheduling.config.loader import load_scheduler_config
 
 
 def scheduler_command(
@@ -73,7 +64,7 @@ def scheduler_command(
         client = connect(kubeconfig)
         leader = elector(client, leader_elect, lease_name, lease_namespace, lease_duration)
         try:
-            controller = LiveScheduler(cfg, _registry(plugin), client, seed=seed,
+            controller = LiveScheduler(cfg, scheduling_registry(plugin), client, seed=seed,
                                        dry_run=dry_run, elector=leader,
                                        bind_workers=bind_workers)
         except InputError as err:

@@ -18,8 +18,8 @@ import typer
 
 from kubeberth.api.errors import InputError
 from kubeberth.cli.common import user_errors
-from kubeberth.config.descheduler import DeschedulerPolicy
-from kubeberth.config.spill import SpillConfig, load_spill_config, validate
+from kubeberth.descheduling.policy import DeschedulerPolicy
+from kubeberth.spill.config import SpillConfig, load_spill_config, validate
 
 spill_app = typer.Typer(add_completion=False, no_args_is_help=True,
                         help="Spill capacity: the virtual-kubelet node's taint controller.")
@@ -67,8 +67,8 @@ def query(
         "--prometheus", help="Evaluate the query once against this Prometheus base URL.")] = None,
 ) -> None:
     """Print the free-GPU PromQL query; with --prometheus, also its current value as JSON."""
-    from kubeberth.plugins.spill.prometheus import PrometheusSignal
-    from kubeberth.plugins.spill.promql import free_gpu_query
+    from kubeberth.live.prometheus import PrometheusSignal
+    from kubeberth.spill.promql import free_gpu_query
 
     with user_errors():
         cfg = load_spill_config(config)
@@ -111,8 +111,8 @@ _SWEEP_CAPTION = ("thr threshold, win window s, stab stabilization s, taint_s se
 def _policy_grid(path: Path | None, ages: str | None, per_node: str | None
                  ) -> list[tuple[dict[str, float | int | None], DeschedulerPolicy | None]]:
     """The DeschedulerPolicy variants to run (one None entry without a policy)."""
-    from kubeberth.config.descheduler import load_descheduler_policy
-    from kubeberth.plugins.deschedule import build_descheduler
+    from kubeberth.descheduling.policy import load_descheduler_policy
+    from kubeberth.descheduling.registry import build_descheduler
     from kubeberth.sim.descheduling import policy_variant
 
     if path is None:
@@ -169,8 +169,9 @@ def sweep(
     from rich.table import Table
 
     from kubeberth.cli.main import console
-    from kubeberth.config.scheduler import load_scheduler_config
-    from kubeberth.plugins.scheduling import in_tree_registry
+    from kubeberth.live.prometheus import spill_signal
+    from kubeberth.scheduling.config.loader import load_scheduler_config
+    from kubeberth.scheduling.registry import in_tree_registry
     from kubeberth.sim.descheduling import SimDescheduler
     from kubeberth.sim.engine import Simulation
     from kubeberth.sim.spill import SpillHost, sweep_grid, sweep_row
@@ -198,7 +199,7 @@ def sweep(
                                  deschedule_interval=descheduling_interval)
                 if desched is not None:
                     desched.attach(sim)
-                host = SpillHost(variant)
+                host = SpillHost(variant, spill_signal(variant))
                 host.attach(sim)
                 row = sweep_row(variant, sim.run(), host)
                 if policy is not None:

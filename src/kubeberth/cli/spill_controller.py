@@ -29,7 +29,7 @@ from kubeberth.cli.live_common import (
     fail,
     run_controller,
 )
-from kubeberth.config.spill import load_spill_config
+from kubeberth.spill.config import load_spill_config
 
 
 def spill_controller_command(

@@ -59,17 +59,16 @@ class _Running:
 def _controllers(kubeconfig: Path, demo: Path) -> list[tuple[str, LiveController,
                                                            Callable[[], bytes]]]:
     """The four controllers with the demo configuration, each with its own API client."""
-    from kubeberth.config.descheduler import load_descheduler_policy
-    from kubeberth.config.scheduler import load_scheduler_config
-    from kubeberth.config.spill import load_spill_config
+    from kubeberth.descheduling.policy import load_descheduler_policy
     from kubeberth.live.admission import LiveAdmission
     from kubeberth.live.descheduler import LiveDescheduler
     from kubeberth.live.scheduler import LiveScheduler
     from kubeberth.live.spill import LiveSpillController
-    from kubeberth.plugins.scheduling import in_tree_registry
+    from kubeberth.scheduling.config.loader import load_scheduler_config
+    from kubeberth.scheduling.registry import in_tree_registry
+    from kubeberth.spill.config import load_spill_config
 
-    registry = in_tree_registry()
-    registry.load_entry_points()
+    registry = in_tree_registry().with_out_of_tree(None)
     sched_client, admit_client = connect(kubeconfig), connect(kubeconfig)
     desched_client, spill_client = connect(kubeconfig), connect(kubeconfig)
     scheduler = LiveScheduler(

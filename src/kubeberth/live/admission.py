@@ -1,6 +1,6 @@
 """``kubeberth admission``: Kueue's admission run as a controller on a Kubernetes API.
 
-The policy is :mod:`kubeberth.plugins.admission`, the code ``kubeberth admit`` and the simulator
+The policy is :mod:`kubeberth.admission`, the code ``kubeberth admit`` and the simulator
 run; this module is only its host on a live cluster, doing what Kueue's controllers do around
 its scheduler:
 - the job and pod integrations: a Job or a pod labelled ``kueue.x-k8s.io/queue-name`` gets a
@@ -48,10 +48,8 @@ from lightkube.resources.scheduling_v1 import PriorityClass
 from lightkube.types import PatchType
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from kubeberth.api import objects as kb
-from kubeberth.api.errors import InputError
-from kubeberth.api.quantity import format_milli
-from kubeberth.config.kueue import (
+from kubeberth.admission import AdmissionState, run_cycle
+from kubeberth.admission.model import (
     ADMISSION_GATE,
     JOB_MIN_PARALLELISM_ANNOTATION,
     POD_GROUP_LABEL,
@@ -64,14 +62,16 @@ from kubeberth.config.kueue import (
     Workload,
     load_kueue,
 )
+from kubeberth.admission.preemption import Target
+from kubeberth.admission.quota import Snapshot, admitted_info
+from kubeberth.api import objects as kb
+from kubeberth.api.errors import InputError
+from kubeberth.api.quantity import format_milli
 from kubeberth.config.manifests import Manifests, decode_object
 from kubeberth.config.yamlsrc import Document, Source
 from kubeberth.live.events import EventRecorder
 from kubeberth.live.informer import SYNC, Events, Informer, drain
 from kubeberth.live.leader import LeaderElector
-from kubeberth.plugins.admission import AdmissionState, run_cycle
-from kubeberth.plugins.admission.preemption import Target
-from kubeberth.plugins.admission.quota import Snapshot, admitted_info
 
 log = logging.getLogger("kubeberth.admission")
 

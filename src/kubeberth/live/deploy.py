@@ -24,9 +24,9 @@ import yaml
 
 from kubeberth import __version__
 from kubeberth.api.errors import InputError
-from kubeberth.config.descheduler import load_descheduler_policy
-from kubeberth.config.scheduler import load_scheduler_config
-from kubeberth.config.spill import load_spill_config
+from kubeberth.descheduling.policy import load_descheduler_policy
+from kubeberth.scheduling.config.loader import load_scheduler_config
+from kubeberth.spill.config import load_spill_config
 
 # One RBAC rule: (apiGroup, resource or resource/subresource, verbs).
 Rule = tuple[str, str, tuple[str, ...]]
@@ -218,9 +218,9 @@ def _validate_config(controller: str, path: Path) -> None:
 def scheduler_reads_config_maps(path: Path | None) -> bool:
     """Whether the scheduler with the configuration in ``path`` (None: the default profile)
     will watch ConfigMaps, decided as the live scheduler decides it."""
-    from kubeberth.framework.scheduler import Scheduler
     from kubeberth.live.scheduler import reads_config_maps
-    from kubeberth.plugins.scheduling import in_tree_registry
+    from kubeberth.scheduling.registry import in_tree_registry
+    from kubeberth.scheduling.scheduler import Scheduler
     from kubeberth.state.cluster import ClusterState
 
     def unused(*_args: object) -> Any:  # only the plugins' event registrations are read

@@ -4,7 +4,7 @@ Every ``--descheduling-interval`` the controller copies its informer caches (nod
 namespaces, PodDisruptionBudgets, priority classes and the pods' owners: Deployments,
 ReplicaSets, Jobs) at one instant, builds the same :class:`Snapshot` ``kubeberth deschedule``
 builds from manifest files, and runs one pass of the same policy code
-(:mod:`kubeberth.plugins.deschedule`) against the wall clock. It then applies the pass's
+(:mod:`kubeberth.descheduling.registry`) against the wall clock. It then applies the pass's
 evictions in order through the ``pods/<name>/eviction`` subresource (policy/v1 ``Eviction``),
 as upstream's pod evictor does: the API checks the pod's PodDisruptionBudget once more, and a
 429 (the budget changed since the snapshot) skips that pod and is counted; nothing is retried
@@ -38,13 +38,13 @@ from prometheus_client.core import Metric
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Namespace, Node, Pod, PodDisruptionBudget, PriorityClass
-from kubeberth.config.descheduler import DeschedulerPolicy
 from kubeberth.config.manifests import Manifests
+from kubeberth.descheduling.framework import Decision, PassResult, Snapshot
+from kubeberth.descheduling.policy import DeschedulerPolicy
+from kubeberth.descheduling.registry import build_descheduler
 from kubeberth.live.cache import ObjectCache, decode, document, key_of
 from kubeberth.live.events import EventRecorder
 from kubeberth.live.leader import LeaderElector
-from kubeberth.plugins.deschedule import build_descheduler
-from kubeberth.plugins.deschedule.framework import Decision, PassResult, Snapshot
 
 log = logging.getLogger("kubeberth.descheduler")
 

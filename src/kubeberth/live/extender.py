@@ -34,14 +34,14 @@ from aiohttp import web
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Node, Pod
 from kubeberth.config.manifests import Manifests
-from kubeberth.config.types import SchedulerConfiguration
-from kubeberth.framework.cycle_state import CycleState
-from kubeberth.framework.extender import MAX_EXTENDER_PRIORITY, lookup, pod_uid
-from kubeberth.framework.handle import Handle
-from kubeberth.framework.registry import Registry
-from kubeberth.framework.runtime import Framework
-from kubeberth.framework.status import Code
-from kubeberth.plugins.scheduling.default_preemption import dry_run_candidates
+from kubeberth.scheduling.config.types import SchedulerConfiguration
+from kubeberth.scheduling.framework.cycle_state import CycleState
+from kubeberth.scheduling.framework.extender import MAX_EXTENDER_PRIORITY, lookup, pod_uid
+from kubeberth.scheduling.framework.handle import Handle
+from kubeberth.scheduling.framework.registry import Registry
+from kubeberth.scheduling.framework.runtime import Framework
+from kubeberth.scheduling.framework.status import Code
+from kubeberth.scheduling.plugins.default_preemption import dry_run_candidates
 from kubeberth.sim.explain import build_state
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo, make_pod_info
 

@@ -21,8 +21,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from kubeberth.framework.runtime import Framework
-from kubeberth.framework.status import Status
+from kubeberth.scheduling.framework.runtime import Framework
+from kubeberth.scheduling.framework.status import Status
 
 # Framework method -> upstream extension point label.
 EXTENSION_POINTS = {

@@ -1,6 +1,6 @@
 """``kubeberth scheduler``: the simulator's Scheduler run as a controller on a Kubernetes API.
 
-The same :class:`~kubeberth.framework.scheduler.Scheduler` (profiles, queue, plugins) that the
+The same :class:`~kubeberth.scheduling.scheduler.Scheduler` (profiles, queue, plugins) that the
 simulator and ``explain`` drive is fed by informers instead of a trace, and its three host
 callables reach the API over HTTP through lightkube:
 - ``binder`` posts ``pods/<name>/binding``; a 409 (bound by someone else, being deleted) or a
@@ -58,16 +58,16 @@ from kubeberth.api.objects import (
 )
 from kubeberth.config.manifests import Manifests, decode_object
 from kubeberth.config.scheduling_crds import load_scheduling_crds
-from kubeberth.config.types import SchedulerConfiguration
 from kubeberth.config.yamlsrc import Document, Source
-from kubeberth.framework.interface import ClusterEvent
-from kubeberth.framework.registry import Registry
-from kubeberth.framework.scheduler import ASSIGNED_POD_DELETE, NODE_ADD, CycleResult, Scheduler
-from kubeberth.framework.status import SUCCESS, Code, Status
 from kubeberth.live.events import EventRecorder
 from kubeberth.live.informer import SCHEDULER_RESOURCES, SYNC, Events, Informer, drain
 from kubeberth.live.leader import LeaderElector
 from kubeberth.live.metrics import SchedulerMetrics
+from kubeberth.scheduling.config.types import SchedulerConfiguration
+from kubeberth.scheduling.framework.interface import ClusterEvent
+from kubeberth.scheduling.framework.registry import Registry
+from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
+from kubeberth.scheduling.scheduler import ASSIGNED_POD_DELETE, NODE_ADD, CycleResult, Scheduler
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 
 log = logging.getLogger("kubeberth.scheduler")

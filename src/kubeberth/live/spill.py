@@ -1,12 +1,12 @@
 """``kubeberth spill-controller``: the spill taint controller run against a Kubernetes API.
 
 Every ``intervalSeconds`` it takes one reading of free in-cluster GPUs, feeds it to the same
-pure policy the simulator ticks (:func:`kubeberth.plugins.spill.controller.step`: moving
+pure policy the simulator ticks (:func:`kubeberth.spill.policy.step`: moving
 average, threshold, stabilization) and applies a flip by patching the virtual-kubelet node's
 ``spec.taints`` (adding or removing ``vk.node.com/low-gpu-usage=true:NoSchedule``).
 
 The reading comes either from Prometheus (the production PromQL of
-:mod:`kubeberth.plugins.spill.promql`, one instant query per tick) or from the API itself:
+:mod:`kubeberth.spill.promql`, one instant query per tick) or from the API itself:
 informer caches of nodes and pods, turned into a ClusterState holding only Running pods, read
 by the simulator's :class:`ClusterSignal` (the quantity the PromQL defines). A fault — Prometheus
 unreachable, an error answer, an empty vector, a stale sample, the API's watch down — holds the
@@ -38,14 +38,14 @@ from lightkube.types import PatchType
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from kubeberth.api.objects import Node, Pod
-from kubeberth.config.spill import SpillConfig
 from kubeberth.live.cache import ObjectCache, decode
 from kubeberth.live.leader import LeaderElector
-from kubeberth.plugins.spill.controller import ADD, ControllerState, Decision, step
-from kubeberth.plugins.spill.prometheus import PrometheusSignal
-from kubeberth.plugins.spill.promql import free_gpu_query
-from kubeberth.plugins.spill.signal import ClusterSignal, Reading
-from kubeberth.plugins.spill.vk import LOW_GPU_TAINT
+from kubeberth.live.prometheus import PrometheusSignal
+from kubeberth.spill.config import SpillConfig
+from kubeberth.spill.policy import ADD, ControllerState, Decision, step
+from kubeberth.spill.promql import free_gpu_query
+from kubeberth.spill.signal import ClusterSignal, Reading
+from kubeberth.spill.vk import LOW_GPU_TAINT
 from kubeberth.state.cluster import ClusterState, make_pod_info
 
 log = logging.getLogger("kubeberth.spill")

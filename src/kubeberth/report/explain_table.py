@@ -13,9 +13,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from kubeberth.framework.handle import Handle
-from kubeberth.framework.registry import Registry
-from kubeberth.framework.runtime import EXTENSION_POINT_KINDS
+from kubeberth.scheduling.framework.handle import Handle
+from kubeberth.scheduling.framework.registry import Registry
+from kubeberth.scheduling.framework.runtime import EXTENSION_POINT_KINDS
 from kubeberth.state.cluster import ClusterState
 
 

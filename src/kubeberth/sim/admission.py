@@ -11,7 +11,7 @@ ungates them with the flavor's labels and tolerations; a pod a controller create
 run (a ReplicaSet's replacement or scale-up) gets its own Workload the moment it is created.
 Workload objects given without an owner are queued at the start and, once admitted, hold
 their quota (nothing runs for them). This module applies the pure policy of
-:mod:`kubeberth.plugins.admission` to a running simulation: it queues workloads as they
+:mod:`kubeberth.admission` to a running simulation: it queues workloads as they
 appear, runs admission cycles after each batch of events (arrivals, completions, evictions,
 requeue timers) until a cycle changes nothing, starts what is admitted, stops what is
 preempted and releases quota when a workload finishes. It also measures what queues are for:
@@ -33,17 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kubeberth.api.objects import Pod
-from kubeberth.api.resources import GPU
-from kubeberth.config.kueue import (
-    QUEUE_LABEL,
-    KueueObjects,
-    Workload,
-    created_pod_workload,
-    load_kueue,
-)
-from kubeberth.config.manifests import Manifests
-from kubeberth.plugins.admission import (
+from kubeberth.admission import (
     AdmissionState,
     admitted_pod,
     finish_evictions,
@@ -53,7 +43,17 @@ from kubeberth.plugins.admission import (
     pods_ready_timeout,
     run_cycle,
 )
-from kubeberth.plugins.admission.quota import Snapshot, admitted_info
+from kubeberth.admission.model import (
+    QUEUE_LABEL,
+    KueueObjects,
+    Workload,
+    created_pod_workload,
+    load_kueue,
+)
+from kubeberth.admission.quota import Snapshot, admitted_info
+from kubeberth.api.objects import Pod
+from kubeberth.api.resources import GPU
+from kubeberth.config.manifests import Manifests
 from kubeberth.sim.owners import OwnerRun, OwnerRuntime
 
 KUEUE_GROUPS = ("kueue.x-k8s.io/", "config.kueue.x-k8s.io/")

@@ -1,6 +1,6 @@
 """The Descheduler inside a simulation: a DeschedulerPolicy run as the engine's periodic pass.
 
-The policy code (:mod:`kubeberth.plugins.deschedule`) judges a :class:`Snapshot` and applies
+The policy code (:mod:`kubeberth.descheduling.registry`) judges a :class:`Snapshot` and applies
 nothing. This module builds that snapshot from the simulator's cluster state, with the owners'
 desired replicas so PDB percentages count what the controllers want (as upstream's disruption
 controller does), and hands the evictions back to the engine, whose eviction path checks the
@@ -14,9 +14,9 @@ import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from kubeberth.config.descheduler import DEFAULT_EVICTOR, DeschedulerPolicy
-from kubeberth.plugins.deschedule import Snapshot, build_descheduler
-from kubeberth.plugins.deschedule.framework import Decision
+from kubeberth.descheduling.framework import Decision
+from kubeberth.descheduling.policy import DEFAULT_EVICTOR, DeschedulerPolicy
+from kubeberth.descheduling.registry import Snapshot, build_descheduler
 from kubeberth.sim.engine import Simulation
 from kubeberth.sim.owners import OwnerRuntime
 from kubeberth.state.cluster import ClusterState

@@ -36,15 +36,15 @@ import msgspec
 from kubeberth.api.objects import Node, Pod, PodCondition, PodStatus
 from kubeberth.config.configmaps import load_config_maps
 from kubeberth.config.scheduling_crds import load_scheduling_crds
-from kubeberth.config.types import SchedulerConfiguration
-from kubeberth.framework.interface import ClusterEvent
-from kubeberth.framework.registry import Registry
-from kubeberth.framework.scheduler import (
+from kubeberth.scheduling.config.types import SchedulerConfiguration
+from kubeberth.scheduling.framework.interface import ClusterEvent
+from kubeberth.scheduling.framework.registry import Registry
+from kubeberth.scheduling.framework.status import SUCCESS, Status
+from kubeberth.scheduling.scheduler import (
     ASSIGNED_POD_DELETE,
     CycleResult,
     Scheduler,
 )
-from kubeberth.framework.status import SUCCESS, Status
 from kubeberth.sim.admission import AdmissionDriver, AdmissionReport
 from kubeberth.sim.metrics import Metrics, PodRecord, fragmentation_cache
 from kubeberth.sim.owners import OwnerRuntime

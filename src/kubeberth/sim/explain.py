@@ -12,18 +12,18 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from kubeberth.admission.model import QUEUE_LABEL
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Pod
 from kubeberth.config.configmaps import initial_config_maps, load_config_maps
-from kubeberth.config.kueue import QUEUE_LABEL
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
-from kubeberth.config.types import SchedulerConfiguration
 from kubeberth.config.workloads import load_owners
-from kubeberth.framework.extender import ExtenderVerdicts
-from kubeberth.framework.registry import Registry
-from kubeberth.framework.scheduler import CycleResult, Scheduler
-from kubeberth.framework.status import SUCCESS, Code, Status
+from kubeberth.scheduling.config.types import SchedulerConfiguration
+from kubeberth.scheduling.framework.extender import ExtenderVerdicts
+from kubeberth.scheduling.framework.registry import Registry
+from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
+from kubeberth.scheduling.scheduler import CycleResult, Scheduler
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 
 _RESULT = {"assumed": "Scheduled", "waiting": "Waiting", "unschedulable": "Unschedulable",

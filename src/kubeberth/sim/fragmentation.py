@@ -47,10 +47,10 @@ import numpy as np
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Node
 from kubeberth.api.resources import CPU, GPU
-from kubeberth.config.types import PluginRef, PluginSet, Profile, SchedulerConfiguration
-from kubeberth.framework.scheduler import Scheduler
-from kubeberth.framework.status import SUCCESS, Status
-from kubeberth.plugins.scheduling import in_tree_registry
+from kubeberth.scheduling.config.types import PluginRef, PluginSet, Profile, SchedulerConfiguration
+from kubeberth.scheduling.framework.status import SUCCESS, Status
+from kubeberth.scheduling.registry import in_tree_registry
+from kubeberth.scheduling.scheduler import Scheduler
 from kubeberth.sim.traces import TracePod, read_openb_nodes, read_openb_pods
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 from kubeberth.state.fragmentation import (

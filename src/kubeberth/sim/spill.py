@@ -21,12 +21,11 @@ import msgspec
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from kubeberth.api.resources import GPU, GPU_MILLI
-from kubeberth.config.spill import SpillConfig, validate
-from kubeberth.plugins.spill.controller import ADD, ControllerState, step
-from kubeberth.plugins.spill.prometheus import PrometheusSignal
-from kubeberth.plugins.spill.promql import free_gpu_query
-from kubeberth.plugins.spill.signal import ClusterSignal, SignalSource
-from kubeberth.plugins.spill.vk import (
+from kubeberth.sim.engine import PodListener
+from kubeberth.spill.config import SpillConfig, validate
+from kubeberth.spill.policy import ADD, ControllerState, step
+from kubeberth.spill.signal import ClusterSignal, SignalSource
+from kubeberth.spill.vk import (
     LOW_GPU_TAINT,
     UNREACHABLE_TAINT,
     virtual_node,
@@ -34,7 +33,6 @@ from kubeberth.plugins.spill.vk import (
     with_taint,
     without_taint,
 )
-from kubeberth.sim.engine import PodListener
 from kubeberth.state.cluster import PodInfo
 
 if TYPE_CHECKING:
@@ -52,12 +50,12 @@ def pod_gpus(pi: PodInfo) -> float:
     return pi.requests.get(GPU_MILLI, 0) / 1000.0 / 1000.0
 
 
-def signal_source(cfg: SpillConfig) -> SignalSource:
-    """The configured source: computed from the simulated cluster, or a Prometheus query."""
+def cluster_signal(cfg: SpillConfig) -> SignalSource:
+    """The signal computed from the simulated cluster. A ``prometheus`` source is an HTTP client,
+    which the simulator never makes: its caller passes one (``kubeberth.live.prometheus``)."""
     c = cfg.controller
     if c.signal.source == "prometheus":
-        query = c.signal.query or free_gpu_query([cfg.virtual_node.name], c.exclude_pods)
-        return PrometheusSignal(c.signal.url, query, c.signal.timeout_seconds)
+        raise ValueError("a spill config with a prometheus signal needs its source passed in")
     return ClusterSignal([cfg.virtual_node.name], c.exclude_pods)
 
 
@@ -67,7 +65,7 @@ class SpillHost(PodListener):
     def __init__(self, cfg: SpillConfig, source: SignalSource | None = None) -> None:
         self.cfg = cfg
         self.name = cfg.virtual_node.name
-        self.source = source if source is not None else signal_source(cfg)
+        self.source = source if source is not None else cluster_signal(cfg)
         self.state = ControllerState()
         self.rows: list[tuple[Any, ...]] = []
         self.flips: list[tuple[float, str]] = []

@@ -1,0 +1,108 @@
+"""Out-of-tree plugins, loaded the same way for every policy family.
+
+Each family (scheduling plugins, descheduler plugins, Kueue admission checks) keeps a
+:class:`PluginRegistry` of its own kind of entry, filled from its in-tree modules, from
+``--plugin module:attr`` and from its entry-point group of installed distributions. The family
+says what a loadable target looks like (``adapt``); everything else, duplicate names, import
+errors and entry-point names that disagree with the plugin's, is decided here once, with the same
+error wording everywhere.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from importlib.metadata import entry_points
+from typing import Any, Generic, Self, TypeVar
+
+from kubeberth.api.errors import InputError
+
+T = TypeVar("T")
+# Turns a loaded module or attribute into (registered name, entry); raises InputError when the
+# target is not this family's kind of plugin.
+Adapt = Callable[[Any, str], tuple[str, T]]
+
+
+class PluginRegistry(Generic[T]):
+    """Name → entry for one family; ``kind`` words its errors (e.g. "descheduler plugin")."""
+
+    def __init__(self, kind: str, group: str, adapt: Adapt[T],
+                 entries: Mapping[str, T] | None = None) -> None:
+        self.kind = kind
+        self.group = group
+        self.adapt = adapt
+        self._entries: dict[str, T] = dict(entries or {})
+
+    def register(self, name: str, entry: T) -> None:
+        if name in self._entries:
+            raise InputError(f"a {self.kind} named {name!r} is already registered",
+                             expected=f"unique {self.kind} names")
+        self._entries[name] = entry
+
+    def merge(self, other: PluginRegistry[T]) -> Self:
+        """A copy of this registry with ``other``'s entries added (a shared name is an error)."""
+        merged = copy.copy(self)
+        merged._entries = dict(self._entries)
+        for name, entry in other._entries.items():
+            merged.register(name, entry)
+        return merged
+
+    def get(self, name: str) -> T | None:
+        return self._entries.get(name)
+
+    def __getitem__(self, name: str) -> T:
+        return self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def items(self) -> list[tuple[str, T]]:
+        return sorted(self._entries.items())
+
+    def load_import_path(self, spec: str) -> str:
+        """Register ``module:attr`` (or a whole ``module``); returns the registered name."""
+        module_name, _, attr = spec.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as err:
+            raise InputError(f"cannot import out-of-tree {self.kind} module {module_name!r}: "
+                             f"{err}", field="--plugin",
+                             expected="an importable module path such as mypkg.myplugin:MyPlugin"
+                             ) from None
+        try:
+            target: Any = getattr(module, attr) if attr else module
+        except AttributeError:
+            raise InputError(f"module {module_name!r} has no attribute {attr!r}",
+                             field="--plugin", expected="module:attr naming a plugin") from None
+        name, entry = self.adapt(target, spec)
+        self.register(name, entry)
+        return name
+
+    def load_entry_points(self) -> list[str]:
+        """Register every plugin that installed distributions declare in this family's group."""
+        names = []
+        for ep in sorted(entry_points(group=self.group), key=lambda e: e.name):
+            name, entry = self.adapt(ep.load(), ep.value)
+            if name != ep.name:
+                raise InputError(f"entry point {ep.name!r} of group {self.group!r} loads a "
+                                 f"{self.kind} named {name!r}",
+                                 expected="the entry point name to equal the plugin name")
+            self.register(name, entry)
+            names.append(name)
+        return names
+
+    def with_out_of_tree(self, specs: list[str] | None) -> Self:
+        """A copy of this registry plus the installed entry points and each ``--plugin``."""
+        out = copy.copy(self)
+        out._entries = dict(self._entries)
+        out.load_entry_points()
+        for spec in specs or []:
+            out.load_import_path(spec)
+        return out

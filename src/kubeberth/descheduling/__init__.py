@@ -1,0 +1,1 @@
+"""The Descheduler: framework (profiles, evictor, limits), registry and plugins."""

@@ -1,0 +1,1 @@
+"""One module per descheduler plugin, each registered by its upstream NAME."""

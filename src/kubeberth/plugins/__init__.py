@@ -1,1 +1,0 @@
-"""Policies as plugins: scheduling (kube-scheduler), later admission, deschedule, spill."""

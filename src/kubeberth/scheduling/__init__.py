@@ -1,0 +1,1 @@
+"""kube-scheduler: the scheduling framework, its plugins, registry and configuration."""

@@ -1,0 +1,1 @@
+"""KubeSchedulerConfiguration v1: types, upstream defaults and the loader."""

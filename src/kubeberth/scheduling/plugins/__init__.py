@@ -1,0 +1,1 @@
+"""One module per kube-scheduler plugin, each registered by its upstream NAME."""
