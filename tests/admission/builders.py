@@ -11,8 +11,9 @@ from typing import Any
 
 import yaml
 
-from kubeberth.admission.model import KueueObjects, load_kueue, parse_time
+from kubeberth.admission.model import KueueObjects, load_kueue
 from kubeberth.admission.quota import Snapshot, admitted_info
+from kubeberth.api.times import parse_time
 from kubeberth.cli.admit import AdmitRun, admit, contract
 from kubeberth.config.manifests import load_manifests
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from kubeberth.admission import AdmissionState, finish_evictions, run_cycle
-from kubeberth.admission.model import parse_time
+from kubeberth.api.times import parse_time
 
 from .builders import (
     at,

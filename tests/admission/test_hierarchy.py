@@ -10,7 +10,7 @@ from kubeberth.admission import (
     finish_workloads,
     run_cycle,
 )
-from kubeberth.admission.model import parse_time
+from kubeberth.api.times import parse_time
 
 from .builders import (
     at,

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from kubeberth.admission.model import parse_time
 from kubeberth.admission.preemption import (
     IN_CLUSTER_QUEUE,
     IN_COHORT_RECLAIM_WHILE_BORROWING,
     IN_COHORT_RECLAMATION,
     Preemptor,
 )
+from kubeberth.api.times import parse_time
 
 from .builders import (
     admitted,

@@ -15,7 +15,7 @@ from kubeberth.admission import (
     run_cycle,
 )
 from kubeberth.admission.cycle import backoff_seconds
-from kubeberth.admission.model import parse_time
+from kubeberth.api.times import parse_time
 
 from .builders import (
     at,

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from kubeberth.apiserver.clock import ManualClock, parse_time, rfc3339
+from kubeberth.api.times import format_time, parse_time_or_none
+from kubeberth.apiserver.clock import ManualClock
 from kubeberth.apiserver.errors import ApiError
 from kubeberth.apiserver.resources import Registry, ResourceType
 from kubeberth.apiserver.store import Store, parse_rv
@@ -145,6 +146,6 @@ def test_clock_helpers() -> None:
     assert clock.now() == 1.5
     with pytest.raises(ValueError, match="backwards"):
         clock.advance(-1)
-    assert rfc3339(1.9) == "1970-01-01T00:00:01Z"
-    assert parse_time("1970-01-01T00:00:02Z") == 2.0
-    assert parse_time("yesterday") is None
+    assert format_time(1.9) == "1970-01-01T00:00:01Z"
+    assert parse_time_or_none("1970-01-01T00:00:02Z") == 2.0
+    assert parse_time_or_none("yesterday") is None

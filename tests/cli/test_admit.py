@@ -80,7 +80,7 @@ def test_now_option(tmp_path: Path) -> None:
     assert result.exit_code == 0
     bad = _invoke("-f", str(EXAMPLE), "--now", "yesterday")
     assert bad.exit_code == 2
-    assert "--now" in bad.output and "'yesterday' is not a timestamp" in bad.output
+    assert "--now" in bad.output and "'yesterday' is not an RFC 3339 timestamp" in bad.output
 
 
 def test_bad_input_exits_2_with_location(tmp_path: Path) -> None:

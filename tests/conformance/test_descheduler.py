@@ -17,9 +17,10 @@ from tests.conformance.casefiles import load_cases
 from tests.conformance.deschedcases import NODE_KEYS, NOW_TEXT, POD_KEYS, write_case
 from typer.testing import CliRunner
 
+from kubeberth.api.times import parse_time
 from kubeberth.cli.main import app
 from kubeberth.config.manifests import load_manifests
-from kubeberth.descheduling.framework import Snapshot, parse_time
+from kubeberth.descheduling.framework import Snapshot
 from kubeberth.descheduling.policy import load_descheduler_policy
 from kubeberth.descheduling.registry import build_descheduler
 

@@ -25,10 +25,10 @@ from kubeberth.admission.model import (
     ResourceGroup,
     ResourceQuota,
     load_kueue,
-    parse_time,
 )
 from kubeberth.admission.quota import ClusterQueueSnapshot, Snapshot
 from kubeberth.api.quantity import to_milli
+from kubeberth.api.times import parse_time
 from kubeberth.cli.admit import admit
 from kubeberth.cli.main import app
 from kubeberth.config.manifests import load_manifests

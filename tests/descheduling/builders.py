@@ -8,8 +8,9 @@ import msgspec
 import yaml
 
 from kubeberth.api.objects import Node, Pod, PodDisruptionBudget
+from kubeberth.api.times import format_time, parse_time
 from kubeberth.config.yamlsrc import Source, parse_source
-from kubeberth.descheduling.framework import PassResult, Snapshot, format_time, parse_time
+from kubeberth.descheduling.framework import PassResult, Snapshot
 from kubeberth.descheduling.policy import DeschedulerPolicy, parse_descheduler_policy
 from kubeberth.descheduling.registry import build_descheduler
 

@@ -9,6 +9,7 @@ import pytest
 from tests.descheduling.builders import NOW, pod
 
 from kubeberth.api.errors import InputError
+from kubeberth.api.times import format_time, parse_time
 from kubeberth.config.manifests import load_manifests
 from kubeberth.descheduling import args as a
 from kubeberth.descheduling.framework import (
@@ -17,9 +18,7 @@ from kubeberth.descheduling.framework import (
     PodEvictor,
     Snapshot,
     default_now,
-    format_time,
     owner_replicas,
-    parse_time,
 )
 from kubeberth.descheduling.pdb import is_ready
 from kubeberth.descheduling.plugins.node_utilization import (

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from kubeberth.api.errors import InputError
+from kubeberth.api.times import format_time
 from kubeberth.cli.admission import load_configuration
 from kubeberth.live.admission import (
     LiveAdmission,
     _normalise,
     _rv,
     _set_conditions,
-    rfc3339,
 )
 
 
@@ -34,14 +34,10 @@ def test_set_conditions_moves_the_transition_time_only_on_a_status_change() -> N
                                      "reason": "QuotaReserved", "message": "c"},
                                     {"type": "Admitted", "status": "True", "reason": "Admitted",
                                      "message": "d"}], 1e9)
-    assert [c["lastTransitionTime"] for c in flipped] == [rfc3339(1e9)] * 2
+    assert [c["lastTransitionTime"] for c in flipped] == [format_time(1e9)] * 2
     assert [c["type"] for c in flipped] == ["QuotaReserved", "Admitted"]
     # The input is not modified.
     assert old["status"]["conditions"][0]["reason"] == "WaitingForQuota"
-
-
-def test_rfc3339() -> None:
-    assert rfc3339(0) == "1970-01-01T00:00:00Z"
 
 
 def test_resource_versions_compare_as_integers_or_not_at_all() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from lightkube import Client, KubeConfig
 from tests.live.spillenv import spill_config
 
-from kubeberth.descheduling.framework import parse_time
+from kubeberth.api.times import parse_time
 from kubeberth.live.cache import ObjectCache
 from kubeberth.live.descheduler import DeschedulerMetrics, snapshot_of
 from kubeberth.live.informer import SYNC

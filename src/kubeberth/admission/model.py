@@ -14,7 +14,6 @@ Only input Kueue's API server would refuse (webhook validation) raises :class:`I
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from kubeberth.api.objects import (
 )
 from kubeberth.api.quantity import to_milli
 from kubeberth.api.resources import pod_requests
+from kubeberth.api.times import parse_time
 from kubeberth.config.manifests import DEFAULT_NAMESPACE, Manifests
 from kubeberth.config.yamlsrc import Document, validation_error
 
@@ -245,19 +245,6 @@ class KueueObjects:
     incomplete_groups: dict[str, str] = field(default_factory=dict)
 
 
-def parse_time(value: object, fld: str) -> float:
-    """An RFC 3339 timestamp as Unix seconds."""
-    if not isinstance(value, str):
-        raise InputError(f"{value!r} is not a timestamp", field=fld,
-                         expected='an RFC 3339 time such as "2024-05-01T12:00:00Z"')
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(f"{value!r} is not a timestamp", field=fld,
-                         expected='an RFC 3339 time such as "2024-05-01T12:00:00Z"') from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.UTC)
-    return parsed.timestamp()
 
 
 # ---------------------------------------------------------------------------------------------

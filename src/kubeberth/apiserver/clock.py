@@ -7,7 +7,6 @@ can run a pod "for an hour" by advancing a :class:`ManualClock` instead of sleep
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import Protocol
 
 
@@ -44,22 +43,3 @@ class ManualClock:
         if seconds < 0:
             raise ValueError("a clock cannot go backwards")
         self._now += seconds
-
-
-def rfc3339(ts: float) -> str:
-    """A Kubernetes timestamp (metav1.Time: whole seconds, UTC)."""
-    return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-
-def rfc3339_micro(ts: float) -> str:
-    """A Kubernetes MicroTime (lease renew times)."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_time(text: str) -> float | None:
-    """Seconds since the epoch from an RFC 3339 timestamp, None if unparsable."""
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None

@@ -28,8 +28,9 @@ import json
 import logging
 from typing import Any
 
+from kubeberth.api.times import format_micro_time, format_time, parse_time_or_none
 from kubeberth.apiserver import errors
-from kubeberth.apiserver.clock import Clock, parse_time, rfc3339, rfc3339_micro
+from kubeberth.apiserver.clock import Clock
 from kubeberth.apiserver.disruption import pdb_status, pod_healthy, selector_matches
 from kubeberth.apiserver.operations import Api, set_condition
 from kubeberth.apiserver.resources import ResourceType
@@ -195,7 +196,7 @@ class ControllerManager:
         leases = self.api.registry.of_kind("coordination.k8s.io", "Lease")
         if leases is None or self.store.get(leases, "kube-node-lease", name) is not None:
             return
-        now = rfc3339_micro(self.clock.now())
+        now = format_micro_time(self.clock.now())
         self.api.create(leases, "kube-node-lease", {
             "metadata": {"name": name, "namespace": "kube-node-lease",
                          "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name,
@@ -227,7 +228,7 @@ class ControllerManager:
         if node is None or not _node_ready(node):
             return
         now = self.clock.now()
-        started = rfc3339(now)
+        started = format_time(now)
         new = copy.deepcopy(pod)
         status = new.setdefault("status", {})
         status["phase"] = "Running"
@@ -264,7 +265,7 @@ class ControllerManager:
             self._complete(pod)
 
     def _complete(self, pod: Obj) -> None:
-        finished = rfc3339(self.clock.now())
+        finished = format_time(self.clock.now())
         new = copy.deepcopy(pod)
         status = new["status"]
         status["phase"] = "Succeeded"
@@ -333,8 +334,8 @@ class ControllerManager:
             # Upstream's order: unscheduled, then pending, then not ready, then newest first.
             active.sort(key=lambda p: (bool((p.get("spec") or {}).get("nodeName")),
                                        _phase(p) != "Pending", pod_healthy(p),
-                                       -(parse_time(p["metadata"].get("creationTimestamp", ""))
-                                         or 0.0)))
+                                       -(parse_time_or_none(
+                                           p["metadata"].get("creationTimestamp", "")) or 0.0)))
             for pod in active[:len(active) - want]:
                 self._delete_pod(rs, pod, "replicaset-controller")
         current = self.store.get(self._rt["ReplicaSet"], rs["metadata"]["namespace"],
@@ -423,7 +424,7 @@ class ControllerManager:
         failed = sum(1 for p in pods if _phase(p) == "Failed")
         completions = spec.get("completions")
         parallelism = int(spec.get("parallelism", 1))
-        now = rfc3339(self.clock.now())
+        now = format_time(self.clock.now())
         if not finished:
             done = (succeeded >= completions if completions is not None
                     else succeeded >= 1 and not active)

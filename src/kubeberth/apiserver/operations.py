@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from kubeberth.api.times import format_time
 from kubeberth.apiserver import admission, errors, patch
-from kubeberth.apiserver.clock import rfc3339
 from kubeberth.apiserver.disruption import covered_pods, pdb_status
 from kubeberth.apiserver.resources import Registry, ResourceType
 from kubeberth.apiserver.selectors import parse_field_selector, parse_label_selector
@@ -75,13 +75,13 @@ class Api:
         if rt.kind == "Pod":
             admission.default_pod(obj, list(self.store.items(self.priority_classes)))
         elif rt.kind == "Node":
-            admission.default_node(obj, rfc3339(self.store.clock.now()))
+            admission.default_node(obj, format_time(self.store.clock.now()))
         elif rt.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
         elif rt.kind == "ReplicaSet":
             obj["status"] = {"replicas": 0}  # not omitempty in Go; typed clients require it
         elif rt.kind == "Event":
-            _default_event(obj, rfc3339(self.store.clock.now()))
+            _default_event(obj, format_time(self.store.clock.now()))
         if rt.kind == "Job":
             stored = self.store.insert(rt, obj, dry_run=dry_run)
             new = copy.deepcopy(stored)
@@ -283,7 +283,7 @@ class Api:
         new = copy.deepcopy(pod)
         new["spec"]["nodeName"] = node
         set_condition(new, {"type": "PodScheduled", "status": "True",
-                             "lastTransitionTime": rfc3339(self.store.clock.now())})
+                             "lastTransitionTime": format_time(self.store.clock.now())})
         self.store.replace(self.pods, new, pod)
         return _success(201)
 

@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubeberth.api.times import format_time
 from kubeberth.apiserver import errors
-from kubeberth.apiserver.clock import Clock, rfc3339
+from kubeberth.apiserver.clock import Clock
 from kubeberth.apiserver.resources import Registry, ResourceType
 
 Obj = dict[str, Any]
@@ -165,7 +166,7 @@ class Store:
         if key in table.objects:
             raise errors.already_exists(rt.plural, name, rt.group)
         meta["uid"] = self.new_uid(f"{rt.plural}/{key[0]}/{name}")
-        meta["creationTimestamp"] = rfc3339(self.clock.now())
+        meta["creationTimestamp"] = format_time(self.clock.now())
         meta["generation"] = 1
         for drop in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
                      "managedFields", "selfLink"):
@@ -204,7 +205,7 @@ class Store:
         new = copy.deepcopy(obj)
         meta = new["metadata"]
         if not meta.get("deletionTimestamp"):
-            meta["deletionTimestamp"] = rfc3339(self.clock.now() + grace)
+            meta["deletionTimestamp"] = format_time(self.clock.now() + grace)
             meta["deletionGracePeriodSeconds"] = grace
             if not dry_run:
                 self._commit(rt, "MODIFIED", new, obj)

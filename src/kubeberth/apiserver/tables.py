@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubeberth.apiserver.clock import parse_time
+from kubeberth.api.times import parse_time_or_none
 from kubeberth.apiserver.resources import ResourceType
 
 Obj = dict[str, Any]
@@ -67,7 +67,7 @@ def _get(obj: Obj, path: str) -> Any:
 
 
 def _since(ts: Any, now: float) -> str:
-    when = parse_time(ts) if isinstance(ts, str) else None
+    when = parse_time_or_none(ts) if isinstance(ts, str) else None
     return "<unknown>" if when is None else human_duration(now - when)
 
 
@@ -188,10 +188,10 @@ def _job_completions(job: Obj, _now: float) -> str:
 
 
 def _job_duration(job: Obj, now: float) -> str:
-    start = parse_time(str(_get(job, "status.startTime") or ""))
+    start = parse_time_or_none(str(_get(job, "status.startTime") or ""))
     if start is None:
         return ""
-    end = parse_time(str(_get(job, "status.completionTime") or "")) or now
+    end = parse_time_or_none(str(_get(job, "status.completionTime") or "")) or now
     return human_duration(end - start)
 
 

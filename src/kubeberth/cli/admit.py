@@ -24,8 +24,9 @@ from kubeberth.admission import (
     finish_evictions,
     run_cycle,
 )
-from kubeberth.admission.model import KueueObjects, Workload, load_kueue, parse_time
+from kubeberth.admission.model import KueueObjects, Workload, load_kueue
 from kubeberth.admission.preemption import Target
+from kubeberth.api.times import parse_time
 from kubeberth.cli.common import OutputFormat, user_errors
 from kubeberth.config.manifests import load_manifests
 

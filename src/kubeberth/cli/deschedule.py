@@ -19,16 +19,10 @@ from rich.console import Console
 from rich.table import Table
 
 from kubeberth.api.errors import InputError
+from kubeberth.api.times import format_time, parse_time
 from kubeberth.cli.common import OutputFormat, err_console, user_errors
 from kubeberth.config.manifests import load_manifests
-from kubeberth.descheduling.framework import (
-    Decision,
-    PassResult,
-    Snapshot,
-    default_now,
-    format_time,
-    parse_time,
-)
+from kubeberth.descheduling.framework import Decision, PassResult, Snapshot, default_now
 from kubeberth.descheduling.policy import load_descheduler_policy
 from kubeberth.descheduling.registry import build_descheduler
 

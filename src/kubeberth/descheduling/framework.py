@@ -20,7 +20,6 @@ evictor only refuses to evict the same pod twice. The simulator calls ``run_pass
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from kubeberth.api.objects import (
 )
 from kubeberth.api.quantity import to_milli
 from kubeberth.api.resources import PODS, node_allocatable, pod_requests
+from kubeberth.api.times import parse_time
 from kubeberth.config.manifests import Manifests
 from kubeberth.descheduling.policy import (
     DeschedulerPolicy,
@@ -55,23 +55,8 @@ _OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationControlle
 
 
 # ---- time ---------------------------------------------------------------------------------------
-def parse_time(text: str, field: str = "timestamp") -> float:
-    """An RFC 3339 timestamp (as Kubernetes writes them) in seconds since the epoch."""
-    value = text.strip()
-    if value.endswith(("Z", "z")):
-        value = value[:-1] + "+00:00"
-    try:
-        when = dt.datetime.fromisoformat(value)
-    except ValueError:
-        raise InputError(f"{text!r} is not an RFC 3339 timestamp", field=field,
-                         expected="a timestamp such as 2024-05-01T12:00:00Z") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return when.timestamp()
 
 
-def format_time(seconds: float) -> str:
-    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ---- pods as the descheduler reads them ---------------------------------------------------------

@@ -67,6 +67,7 @@ from kubeberth.admission.quota import Snapshot, admitted_info
 from kubeberth.api import objects as kb
 from kubeberth.api.errors import InputError
 from kubeberth.api.quantity import format_milli
+from kubeberth.api.times import format_time
 from kubeberth.config.manifests import Manifests, decode_object
 from kubeberth.config.yamlsrc import Document, Source
 from kubeberth.live.events import EventRecorder
@@ -231,10 +232,6 @@ class _View:
     raw: dict[str, Obj] = field(default_factory=dict)  # workload key -> Workload object
 
 
-def rfc3339(now: float) -> str:
-    return dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _key(obj: Obj) -> str:
     meta = obj.get("metadata", {})
     ns = meta.get("namespace") or ""
@@ -279,7 +276,7 @@ def _set_conditions(obj: Obj, changes: list[Obj], now: float) -> list[Obj]:
     """The conditions list with ``changes`` applied as apimachinery's SetStatusCondition:
     the transition time moves only when the status changes."""
     out = [dict(c) for c in (obj.get("status") or {}).get("conditions") or []]
-    stamp = rfc3339(now)
+    stamp = format_time(now)
     for ch in changes:
         cur = next((c for c in out if c.get("type") == ch["type"]), None)
         if cur is None:
