@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from kubeberth.apiserver import admission
-from kubeberth.apiserver.disruption import pdb_status, pod_healthy, selector_matches
+from kubeberth.apiserver.disruption import (
+    budget_status,
+    pod_healthy,
+    scale_lookup,
+    selector_matches,
+    status_object,
+)
 from kubeberth.apiserver.errors import ApiError
 from kubeberth.apiserver.resources import Registry, ResourceType
 
@@ -150,16 +156,40 @@ def test_selector_matching_and_health() -> None:
     assert not pod_healthy({"metadata": {}, "status": {"phase": "Running"}})
 
 
-def test_pdb_status_counts_only_its_namespace_and_live_pods() -> None:
-    def pod(ns: str, phase: str) -> dict[str, Any]:
-        return {"metadata": {"namespace": ns, "labels": {"app": "a"}},
-                "status": {"phase": phase, "conditions": [{"type": "Ready",
-                                                           "status": "True"}]}}
+def _pdb_pod(ns: str, phase: str, owner: str | None = "r") -> dict[str, Any]:
+    refs = [{"kind": "ReplicaSet", "name": owner, "controller": True}] if owner else []
+    return {"metadata": {"namespace": ns, "labels": {"app": "a"}, "ownerReferences": refs},
+            "status": {"phase": phase, "conditions": [
+                {"type": "Ready", "status": "True" if phase == "Running" else "False"}]}}
 
+
+def _lookup(objs: dict[tuple[str, str], dict[str, Any]]) -> Any:
+    return scale_lookup(lambda kind, ns, name: objs.get((kind, name)))
+
+
+def test_pdb_status_scales_by_the_deployment_of_the_pods_replica_set() -> None:
+    """Upstream's disruption controller: a percentage is taken of the controllers' scale (a
+    ReplicaSet's Deployment), healthy pods are the Ready ones in the budget's namespace."""
+    objs = {("ReplicaSet", "r"): {"metadata": {"ownerReferences": [
+                {"kind": "Deployment", "name": "d", "controller": True}]},
+                "spec": {"replicas": 9}},
+            ("Deployment", "d"): {"spec": {"replicas": 4}}}
     pdb = {"metadata": {"name": "b", "namespace": "x", "generation": 3},
            "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "a"}}}}
-    status = pdb_status(pdb, [pod("x", "Running"), pod("x", "Running"), pod("x", "Pending"),
-                              pod("x", "Succeeded"), pod("y", "Running")])
+    pods = [_pdb_pod("x", "Running"), _pdb_pod("x", "Running"), _pdb_pod("x", "Running"),
+            _pdb_pod("x", "Pending"), _pdb_pod("x", "Succeeded"), _pdb_pod("y", "Running")]
+    status = status_object(pdb, budget_status(pdb, pods, _lookup(objs)))
     assert (status["expectedPods"], status["currentHealthy"], status["desiredHealthy"],
-            status["disruptionsAllowed"], status["observedGeneration"]) == (3, 2, 2, 0, 3)
-    assert status["conditions"][0]["reason"] == "InsufficientPods"
+            status["disruptionsAllowed"], status["observedGeneration"]) == (4, 3, 2, 1, 3)
+    assert status["conditions"][0]["reason"] == "SufficientPods"
+
+
+def test_pdb_status_fails_safe_without_a_scale() -> None:
+    """A percentage over pods whose controller has no scale (a Job) allows nothing."""
+    pdb = {"metadata": {"name": "b", "namespace": "x"},
+           "spec": {"maxUnavailable": "50%", "selector": {"matchLabels": {"app": "a"}}}}
+    pods = [_pdb_pod("x", "Running", owner=None), _pdb_pod("x", "Running")]
+    status = status_object(pdb, budget_status(pdb, pods, _lookup({})))
+    assert status["disruptionsAllowed"] == 0
+    assert status["conditions"][0]["reason"] == "SyncFailed"
+    assert "found no controllers" in status["conditions"][0]["message"]

@@ -185,18 +185,55 @@ def test_pdb_status_and_429(http: httpx.Client, make_pod: PodBody,
     assert _phase(http, "t2") == "Running"
 
 
+def _deployed(http: httpx.Client, make_pod: PodBody, server: EmbeddedServer,
+              replicas: int) -> None:
+    """A Deployment's pods, bound and running: the budget's percentages scale by it."""
+    template = make_pod("x", labels={"app": "t"})
+    resp = http.post("/apis/apps/v1/namespaces/default/deployments", json={
+        "metadata": {"name": "web"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "t"}},
+                 "template": {"metadata": {"labels": {"app": "t"}}, "spec": template["spec"]}}})
+    assert resp.status_code == 201, resp.text
+    server.settle()
+    pods = http.get(PODS, params={"labelSelector": "app=t"}).json()["items"]
+    assert len(pods) == replicas
+    for i, pod in enumerate(pods):
+        name = pod["metadata"]["name"]
+        bound = http.post(f"{PODS}/{name}/binding", json={
+            "metadata": {"name": name},
+            "target": {"kind": "Node", "name": ("gpu-a", "gpu-b", "cpu-a")[i % 3]}})
+        assert bound.status_code == 201, bound.text
+    server.settle()
+
+
+# Upstream's disruption controller: maxUnavailable and a percentage minAvailable scale by the
+# pods' controllers (here the Deployment, through its ReplicaSet); an integer minAvailable
+# expects every selected pod; with neither set nothing is expected and nothing allowed.
 @pytest.mark.parametrize(("spec", "allowed"), [
     ({"maxUnavailable": 1}, 1), ({"maxUnavailable": "50%"}, 2), ({"minAvailable": "50%"}, 2),
-    ({"minAvailable": 4}, 0), ({}, 4),
+    ({"minAvailable": "25%"}, 3), ({"minAvailable": 4}, 0), ({"minAvailable": 1}, 3), ({}, 0),
 ])
 def test_pdb_arithmetic(http: httpx.Client, make_pod: PodBody, server: EmbeddedServer,
                         spec: dict[str, Any], allowed: int) -> None:
-    _running(http, make_pod, server, ["a", "b", "c", "d"])
+    _deployed(http, make_pod, server, 4)
     _pdb(http, **spec)
     server.settle()
     status = http.get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/budget") \
         .json()["status"]
+    assert status["currentHealthy"] == 4
     assert status["disruptionsAllowed"] == allowed
+
+
+def test_pdb_over_bare_pods_with_a_percentage_fails_safe(
+        http: httpx.Client, make_pod: PodBody, server: EmbeddedServer) -> None:
+    """Pods without a controller have no scale: upstream expects none of them."""
+    _running(http, make_pod, server, ["a", "b"])
+    _pdb(http, maxUnavailable="50%")
+    server.settle()
+    status = http.get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/budget") \
+        .json()["status"]
+    assert (status["expectedPods"], status["disruptionsAllowed"]) == (0, 0)
+    assert _evict(http, "a").status_code == 429
 
 
 def test_pending_and_finished_pods_ignore_the_budget(http: httpx.Client, make_pod: PodBody,

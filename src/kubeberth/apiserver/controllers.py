@@ -31,7 +31,12 @@ from typing import Any
 from kubeberth.api.times import format_micro_time, format_time, parse_time_or_none
 from kubeberth.apiserver import errors
 from kubeberth.apiserver.clock import Clock
-from kubeberth.apiserver.disruption import pdb_status, pod_healthy, selector_matches
+from kubeberth.apiserver.disruption import (
+    budget_status,
+    pod_healthy,
+    selector_matches,
+    status_object,
+)
 from kubeberth.apiserver.operations import Api, set_condition
 from kubeberth.apiserver.resources import ResourceType
 from kubeberth.apiserver.store import Event, Obj
@@ -500,7 +505,8 @@ class ControllerManager:
         current = self.store.get(self._rt["PodDisruptionBudget"], ns, pdb["metadata"]["name"])
         if current is None:
             return
-        status = pdb_status(current, self.store.items(self._rt["Pod"], ns))
+        status = status_object(current, budget_status(
+            current, self.store.items(self._rt["Pod"], ns), self.api.scale_of))
         old = current.get("status") or {}
         if old.get("conditions"):
             cond = old["conditions"][0]

@@ -15,10 +15,11 @@ from typing import Any
 
 from kubeberth.api.times import format_time
 from kubeberth.apiserver import admission, errors, patch
-from kubeberth.apiserver.disruption import covered_pods, pdb_status
+from kubeberth.apiserver.disruption import pod_view, scale_lookup, typed_pdb
 from kubeberth.apiserver.resources import Registry, ResourceType
 from kubeberth.apiserver.selectors import parse_field_selector, parse_label_selector
 from kubeberth.apiserver.store import Obj, Store, parse_rv
+from kubeberth.state.disruption import MULTIPLE_PDBS, VIOLATES_BUDGET, DisruptionBudgets
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -51,6 +52,16 @@ class Api:
         self.priority_classes = self._rt("scheduling.k8s.io", "PriorityClass")
         for ns in SYSTEM_NAMESPACES:
             self.create(self.namespaces, "", {"metadata": {"name": ns}})
+
+    def scale_of(self, kind: str, namespace: str, name: str) -> int | None:
+        """A controller's scale for PDB arithmetic (see :mod:`kubeberth.apiserver.disruption`)."""
+        return scale_lookup(self._get_kind)(kind, namespace, name)
+
+    def _get_kind(self, kind: str, namespace: str, name: str) -> Obj | None:
+        group = {"Deployment": "apps", "ReplicaSet": "apps", "StatefulSet": "apps",
+                 "ReplicationController": ""}.get(kind)
+        rt = self.registry.of_kind(group, kind) if group is not None else None
+        return self.store.get(rt, namespace, name) if rt is not None else None
 
     def _rt(self, group: str, kind: str) -> ResourceType:
         rt = self.registry.of_kind(group, kind)
@@ -293,28 +304,15 @@ class Api:
         options = dict(((body or {}).get("deleteOptions") if isinstance(body, dict) else None)
                        or {})
         options["dryRun"] = dry_run
-        phase = (pod.get("status") or {}).get("phase")
-        if phase not in ("Succeeded", "Failed", "Pending") and \
-                not pod["metadata"].get("deletionTimestamp"):
-            pods = list(self.store.items(self.pods, namespace))
-            pdbs = [p for p in self.store.items(self.pdbs, namespace)
-                    if pod in covered_pods(p, [pod])]
-            if len(pdbs) > 1:
-                raise errors.ApiError(500, "InternalError", "This pod has more than one "
-                                      "PodDisruptionBudget, which the eviction subresource "
-                                      "does not support.")
-            status = pdb_status(pdbs[0], pods) if pdbs else None
-            if (status is not None and not _unhealthy_may_go(pod, pdbs[0], status)
-                    and status["disruptionsAllowed"] <= 0):
-                pdb_name = pdbs[0]["metadata"]["name"]
-                raise errors.ApiError(
-                    429, "TooManyRequests",
-                    "Cannot evict pod as it would violate the pod's disruption budget.",
-                    details={"causes": [{
-                        "reason": "DisruptionBudget",
-                        "message": f"The disruption budget {pdb_name} needs "
-                                   f"{status['desiredHealthy']} healthy pods and has "
-                                   f"{status['currentHealthy']} currently"}]})
+        budgets = DisruptionBudgets.compute(
+            [typed_pdb(p) for p in self.store.items(self.pdbs, namespace)],
+            [pod_view(p) for p in self.store.items(self.pods, namespace)], self.scale_of)
+        verdict = budgets.check(pod_view(pod))
+        if verdict.code == MULTIPLE_PDBS:
+            raise errors.ApiError(500, "InternalError", verdict.message)
+        if not verdict.allowed:
+            raise errors.ApiError(429, "TooManyRequests", VIOLATES_BUDGET, details={
+                "causes": [{"reason": "DisruptionBudget", "message": verdict.detail}]})
         self.delete(self.pods, namespace, name, options)
         return _success(201)
 
@@ -388,20 +386,6 @@ def _apply_patch(old: Obj, content_type: str, body: bytes) -> Obj:
     if not isinstance(result, dict):
         raise errors.bad_request("the patch does not leave an object")
     return result
-
-
-def _unhealthy_may_go(pod: Obj, pdb: Obj, status: Obj) -> bool:
-    """Upstream's unhealthyPodEvictionPolicy: a pod that is not Ready may be evicted whatever
-    the budget with AlwaysAllow, and with IfHealthyBudget (the default) while the budget has
-    its desired healthy pods."""
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                for c in (pod.get("status") or {}).get("conditions") or [])
-    if ready:
-        return False
-    if (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy") == "AlwaysAllow":
-        return True
-    return bool(status["desiredHealthy"] > 0
-                and status["currentHealthy"] >= status["desiredHealthy"])
 
 
 def _object_patch(data: Any) -> dict[str, Any]:

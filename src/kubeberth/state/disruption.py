@@ -108,6 +108,7 @@ class EvictionVerdict:
     code: int
     message: str = ""
     pdb: str = ""  # namespace/name of the PDB that decided, when one did
+    detail: str = ""  # a refusal's cause, as the API's Status carries it in details.causes
 
 
 def scaled_value(value: int | str, total: int, round_up: bool) -> int:
@@ -227,7 +228,7 @@ class DisruptionBudgets:
                                   f"{st.desired_healthy} healthy pods and has "
                                   f"{st.current_healthy} currently")
             return EvictionVerdict(False, TOO_MANY_REQUESTS, f"{VIOLATES_BUDGET} {detail}",
-                                   pdb=st.name)
+                                   pdb=st.name, detail=detail)
         if not dry_run:
             st.disruptions_allowed -= 1
             if pod.ready:
@@ -235,6 +236,6 @@ class DisruptionBudgets:
         return EvictionVerdict(True, ALLOWED, pdb=st.name)
 
 
-__all__ = ["ALLOWED", "MULTIPLE_PDBS", "TOO_MANY_REQUESTS", "BudgetStatus", "DisruptionBudgets",
-           "EvictionRequest", "EvictionVerdict", "PodView", "ScaleLookup", "pdb_status",
-           "scaled_value", "selected_pods"]
+__all__ = ["ALLOWED", "MULTIPLE_PDBS", "TOO_MANY_REQUESTS", "VIOLATES_BUDGET", "BudgetStatus",
+           "DisruptionBudgets", "EvictionRequest", "EvictionVerdict", "PodView", "ScaleLookup",
+           "pdb_status", "scaled_value", "selected_pods"]
