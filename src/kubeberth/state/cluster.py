@@ -47,6 +47,7 @@ from kubeberth.api.resources import (
 )
 from kubeberth.state.gpu import GpuDevices, best_fit_devices
 from kubeberth.state.jit import kernel
+from kubeberth.state.memo import ShapeMemo
 from kubeberth.state.objects import SchedulingObjects
 
 IntArray = npt.NDArray[np.int64]
@@ -72,7 +73,7 @@ class ResourceIndex:
         self.names: list[str] = []
         self._cols: dict[str, int] = {}
         # Pods come in few shapes: one read-only vector per request map and column layout.
-        self._vectors: dict[tuple[tuple[str, int], ...], IntArray] = {}
+        self._vectors: ShapeMemo[tuple[tuple[str, int], ...], IntArray] = ShapeMemo(_MAX_SHAPES)
         self.version = 0
         for name in names:
             self.add(name)
@@ -105,13 +106,11 @@ class ResourceIndex:
         key = tuple(values.items())
         vec = self._vectors.get(key)
         if vec is None:
-            if len(self._vectors) >= _MAX_SHAPES:
-                self._vectors.clear()
             vec = np.zeros(len(self.names), dtype=np.int64)
             for name, v in key:
                 vec[self._cols[name]] = v
             vec.flags.writeable = False
-            self._vectors[key] = vec
+            self._vectors.put(key, vec)
         return vec
 
 

@@ -54,6 +54,7 @@ from kubeberth.scheduling.plugins.helper import (
     validate_qualified_name,
 )
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
+from kubeberth.state.memo import ShapeMemo
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_KEY = "PreFilter" + NAME
@@ -273,7 +274,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                                     [p.score * factor for p in strategy.shape]], dtype=np.int64)
         # A pod's requests (name, amount pairs in the map's order) -> what Filter checks. Pods
         # share a handful of such shapes; a PreFilterState is immutable, so one serves them all.
-        self._pre_filter_states: dict[tuple[tuple[str, int], ...], PreFilterState] = {}
+        self._pre_filter_states: ShapeMemo[tuple[tuple[str, int], ...], PreFilterState] = \
+            ShapeMemo(_SHAPE_CACHE_LIMIT)
         # Per pod shape and state columns: Filter's columns and requests, Score's plan.
         self._checks: kernels.PlanCache[PreFilterState, tuple[IntArray, IntArray]] = \
             kernels.PlanCache()
@@ -290,9 +292,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         key = tuple(reqs.items())
         hit = self._pre_filter_states.get(key)
         if hit is None:
-            if len(self._pre_filter_states) >= _SHAPE_CACHE_LIMIT:
-                self._pre_filter_states.clear()
-            hit = self._pre_filter_states[key] = self._checks_for(reqs)
+            hit = self._pre_filter_states.put(key, self._checks_for(reqs))
         return hit
 
     def _checks_for(self, reqs: Mapping[str, int]) -> PreFilterState:

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from kubeberth.state.cluster import ClusterState, IntArray
 from kubeberth.state.jit import kernel
+from kubeberth.state.memo import ShapeMemo
 
 Int8Array = npt.NDArray[np.int8]
 BoolArray = npt.NDArray[np.bool_]
@@ -295,19 +296,16 @@ class PlanCache(Generic[K, V]):
         self._index: object = None
         self._version = -1
         self._width = -1
-        self._plans: dict[K, V] = {}
+        self._plans: ShapeMemo[K, V] = ShapeMemo(_PLAN_CACHE_LIMIT)
 
     def get(self, snap: ClusterState, key: K) -> V | None:
         index = snap.resources
         width = snap.allocatable.shape[1]
         if index is not self._index or index.version != self._version or width != self._width:
             self._index, self._version, self._width = index, index.version, width
-            self._plans = {}
+            self._plans.clear()
         return self._plans.get(key)
 
     def put(self, key: K, value: V) -> V:
         """Keep ``value`` for ``key`` (call right after a missed :meth:`get`)."""
-        if len(self._plans) >= _PLAN_CACHE_LIMIT:
-            self._plans.clear()
-        self._plans[key] = value
-        return value
+        return self._plans.put(key, value)
