@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.scheduling.plugins.plugin_builders import ratio_score
 from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
 from kubeberth.scheduling.framework.queue import backoff_duration
 from kubeberth.scheduling.framework.runtime import num_feasible_nodes_to_find
-from kubeberth.scheduling.plugins.helper import broken_linear_function
 
 from .casefiles import load_cases, newest, node_manifest, pdb_manifest, pod_manifest
 from .fairshare import capacity_pre_filter_codes, proportion_deserved
@@ -145,9 +145,8 @@ def test_function_case(case: dict[str, Any]) -> None:
     expect = case["expect"]
     if plugin == "helper.BrokenLinearFunction":
         shape = [(p["utilization"], p["score"]) for p in case["config"]["shape"]]
-        fn = broken_linear_function(shape)
         for x, want in expect["function_values"].items():
-            assert fn(int(x)) == want, x
+            assert ratio_score(shape, int(x)) == want, x
     elif plugin == "scheduler.numFeasibleNodesToFind":
         for row in expect["table"]:
             assert num_feasible_nodes_to_find(row["percentageOfNodesToScore"],

@@ -7,7 +7,7 @@ from pathlib import Path
 from kubeberth.scheduling.config.loader import load_scheduler_config
 from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.engine import EvictionRecord, SimResult, Simulation
-from kubeberth.sim.traces import load_workload, read_trace
+from kubeberth.sim.traces import load_workload
 from kubeberth.state.disruption import TOO_MANY_REQUESTS
 
 CLUSTER = """\
@@ -88,10 +88,11 @@ def live_pods(sim: Simulation) -> list[str]:
     return sorted(sim.snapshot.objects.pods)
 
 
-def test_read_trace_expands_owners_into_pods(tmp_path: Path) -> None:
+def test_workload_owners_expand_into_pods(tmp_path: Path) -> None:
     f = tmp_path / "w.yaml"
     f.write_text(deployment(2) + "---\n" + job(5, 3))
-    wl = read_trace(f)
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    wl = load_workload([tmp_path / "cluster.yaml"], [f])
     assert [o.kind for o in wl.owners] == ["Deployment", "Job"]
     names = [tp.pod.metadata.name for tp in wl.pods]
     assert len(names) == 5 and len(set(names)) == 5

@@ -365,21 +365,18 @@ spec:
 """
 
 
-def test_read_trace_dispatches_by_content(tmp_path: Path) -> None:
+def test_inputs_are_judged_by_content(tmp_path: Path) -> None:
     # Names without a telling suffix: the content decides.
-    nodes = traces.read_trace(write(tmp_path, "cluster.txt", NODES_CSV))
-    assert [n.metadata.name for n in nodes.nodes] == ["n1", "n2"]
-    assert nodes.pods == []
-    assert nodes.name == "cluster"
+    cluster = write(tmp_path, "cluster.txt", NODES_CSV)
     packed = tmp_path / "pods.data.gz"
     packed.write_bytes(gzip.compress(PODS_CSV.encode()))
-    pods = traces.read_trace(packed)
-    assert [(tp.pod.metadata.name, tp.arrival, tp.duration) for tp in pods.pods] == [
+    wl = traces.load_workload([cluster], [packed])
+    assert [n.metadata.name for n in wl.nodes] == ["n1", "n2"]
+    assert [(tp.pod.metadata.name, tp.arrival, tp.duration) for tp in wl.pods] == [
         ("p1", 5.0, 40.0),
     ]
-    assert pods.name == "pods"
-    manifest = traces.read_trace(write(tmp_path, "objects", WORKLOAD_YAML))
-    assert manifest.nodes == []
+    manifest = traces.load_workload([cluster], [write(tmp_path, "objects", WORKLOAD_YAML)])
+    assert [n.metadata.name for n in manifest.nodes] == ["n1", "n2"]
     assert [(tp.pod.key, tp.arrival, tp.duration) for tp in manifest.pods] == [
         ("default/job", 30.0, 2.5),
     ]
@@ -387,10 +384,10 @@ def test_read_trace_dispatches_by_content(tmp_path: Path) -> None:
     assert manifest.extras.pods == []
 
 
-def test_read_trace_rejects_unknown_csv(tmp_path: Path) -> None:
+def test_unknown_csv_is_refused_with_its_line(tmp_path: Path) -> None:
     path = write(tmp_path, "odd.csv", "host,cores\nx,4\n")
     with pytest.raises(InputError) as info:
-        traces.read_trace(path)
+        traces.load_workload([path], [write(tmp_path, "objects", WORKLOAD_YAML)])
     assert f"{path}:1:" in str(info.value)
     assert "unrecognised CSV header" in str(info.value)
 

@@ -481,26 +481,6 @@ def expand_owners(owners: Sequence[Owner]) -> list[TracePod]:
     return pods
 
 
-def read_trace(path: str | os.PathLike[str]) -> Workload:
-    """Read one input of any supported form, judged by its content: an openb node list, an
-    openb pod list (both plain or gzip) or Kubernetes manifests (a file, a directory or ``-``)."""
-    p = Path(path)
-    kind, text, source = _sniff(p)
-    with _gc_paused():
-        if kind == _NODE_LIST:
-            return Workload(nodes=_parse_nodes(text, source), pods=[], name=_stem(p),
-                            source=source)
-        if kind == _POD_LIST:
-            return Workload(nodes=[], pods=_parse_pods(text, source), name=_stem(p),
-                            source=source)
-    m = load_manifests([p])
-    wl = workload_from_manifests(m.nodes, m.pods, pod_timing, name=_stem(p), source=source,
-                                 extras=_without_nodes_and_pods(m))
-    wl.owners = load_owners(m)
-    wl.pods.extend(expand_owners(wl.owners))
-    return wl
-
-
 @dataclass(slots=True)
 class _Role:
     """What one side (cluster or workload) of a run contributes."""

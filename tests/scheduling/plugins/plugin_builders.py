@@ -32,6 +32,7 @@ from kubeberth.scheduling.framework.interface import (
     ScorePlugin,
 )
 from kubeberth.scheduling.framework.status import Code, FilterResult, Status
+from kubeberth.scheduling.plugins import resource_kernels as kernels
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 
 
@@ -121,3 +122,20 @@ def run_score(plugin: Plugin, pod: PodInfo, snap: ClusterState,
     norm = plugin.normalize_score(state, pod, raw)
     out = raw if norm is None else norm
     return {snap.node_names[int(n)]: int(out[i]) for i, n in enumerate(nodes)}
+
+
+def ratio_score(shape: Sequence[tuple[int, int]], utilization: int) -> int:
+    """NodeResourcesFit's RequestedToCapacityRatio kernel on one resource of a 100-unit node
+    at ``utilization`` percent: upstream's broken-linear function of the shape's
+    ``(utilization, score)`` points (a request cannot be negative nor use more than the node,
+    so utilization is clamped into [0, 100], where a valid shape's ends hold constant)."""
+    allocatable = np.full((1, 1), 100, dtype=np.int64, order="F")
+    zeros = np.zeros((1, 1), dtype=np.int64, order="F")
+    plan = np.zeros((kernels.PLAN_ROWS, 1), dtype=np.int64)
+    plan[kernels.PLAN_POD, 0] = max(utilization, 0)
+    plan[kernels.PLAN_WEIGHT, 0] = 1
+    points = np.array([[u for u, _ in shape], [s for _, s in shape]], dtype=np.int64)
+    out = np.zeros(1, dtype=np.int64)
+    kernels.share_scores(allocatable, zeros, zeros, np.zeros(1, dtype=np.int64), plan,
+                         kernels.RATIO, points, out)
+    return int(out[0])

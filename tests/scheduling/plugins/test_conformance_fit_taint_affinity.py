@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 import yaml
 from tests.paths import SHARED
@@ -41,10 +40,9 @@ from kubeberth.scheduling.plugins import (
     node_resources_fit,
     taint_toleration,
 )
-from kubeberth.scheduling.plugins.helper import BrokenLinearFunction, FunctionShapePoint
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 
-from .plugin_builders import cluster, convert, handle, run_filter, run_score
+from .plugin_builders import cluster, convert, handle, ratio_score, run_filter, run_score
 
 # ../shared beside the repository root, read-only.
 CASES_FILE = SHARED / "conformance" \
@@ -188,9 +186,6 @@ def test_score_case(case: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("case", _ids(HELPER))
 def test_broken_linear_case(case: dict[str, Any]) -> None:
-    shape = [FunctionShapePoint(p["utilization"], p["score"]) for p in case["config"]["shape"]]
-    fn = BrokenLinearFunction(shape)
+    shape = [(p["utilization"], p["score"]) for p in case["config"]["shape"]]
     values = case["expect"]["function_values"]
-    points = np.array([int(p) for p in values], dtype=np.int64)
-    assert fn(points).tolist() == list(values.values())
-    assert [fn.value(int(p)) for p in values] == list(values.values())
+    assert [ratio_score(shape, int(p)) for p in values] == list(values.values())

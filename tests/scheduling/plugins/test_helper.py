@@ -10,14 +10,11 @@ from hypothesis import strategies as st
 
 from kubeberth.api.errors import InputError
 from kubeberth.scheduling.plugins.helper import (
-    BrokenLinearFunction,
-    FunctionShapePoint,
     all_pass,
     args_int,
     args_list,
     args_mapping,
     args_str,
-    broken_linear_function,
     default_normalize_score,
     is_scalar_resource,
     label_codes,
@@ -30,7 +27,7 @@ from kubeberth.scheduling.plugins.helper import (
     validate_qualified_name,
 )
 
-from .plugin_builders import cluster, make_node
+from .plugin_builders import cluster, make_node, ratio_score
 
 
 def _go_div(a: int, b: int) -> int:
@@ -71,30 +68,26 @@ def test_default_normalize_score_empty() -> None:
     assert default_normalize_score(np.zeros(0, dtype=np.int64), reverse=True).size == 0
 
 
-# ---- broken linear function --------------------------------------------------------------------
+# ---- broken linear function (RequestedToCapacityRatio's kernel) -------------------------------
 def test_broken_linear_matches_upstream_table() -> None:
-    fn = broken_linear_function([(0, 2), (40, 10), (100, 0)])
-    got = {p: fn(p) for p in (-10, 0, 20, 30, 40, 70, 100, 110)}
+    shape = [(0, 2), (40, 10), (100, 0)]
+    got = {p: ratio_score(shape, p) for p in (-10, 0, 20, 30, 40, 70, 100, 110)}
     assert got == {-10: 2, 0: 2, 20: 6, 30: 8, 40: 10, 70: 5, 100: 0, 110: 0}
 
 
 def test_broken_linear_truncates_negative_slopes_toward_zero() -> None:
-    fn = BrokenLinearFunction([FunctionShapePoint(0, 10), FunctionShapePoint(3, 0)])
     # 10 + (-10 * 1) / 3 = 10 - 3 (Go) rather than 10 - 4 (floor).
-    assert fn.value(1) == 7
-    assert fn.value(2) == 4
+    assert ratio_score([(0, 10), (3, 0)], 1) == 7
+    assert ratio_score([(0, 10), (3, 0)], 2) == 4
 
 
 def test_broken_linear_single_point_is_constant() -> None:
-    fn = BrokenLinearFunction([(50, 7)])
-    assert fn(np.array([0, 50, 100])).tolist() == [7, 7, 7]
+    assert [ratio_score([(50, 7)], p) for p in (0, 50, 100)] == [7, 7, 7]
 
 
-@given(st.lists(st.integers(-20, 120), min_size=1, max_size=30))
-def test_broken_linear_vector_equals_scalar(points: list[int]) -> None:
+@given(st.lists(st.integers(0, 100), min_size=1, max_size=30))
+def test_broken_linear_matches_the_go_formula(points: list[int]) -> None:
     shape = [(0, 0), (30, 10), (60, 3), (100, 10)]
-    fn = BrokenLinearFunction(shape)
-    vector = fn(np.array(points, dtype=np.int64)).tolist()
     expected = []
     for p in points:
         value = shape[-1][1]
@@ -104,14 +97,7 @@ def test_broken_linear_vector_equals_scalar(points: list[int]) -> None:
                     (s - shape[i - 1][1]) * (p - shape[i - 1][0]), u - shape[i - 1][0])
                 break
         expected.append(value)
-    assert vector == expected
-
-
-def test_broken_linear_rejects_bad_shapes() -> None:
-    with pytest.raises(ValueError, match="at least one point"):
-        BrokenLinearFunction([])
-    with pytest.raises(ValueError, match="increasing"):
-        BrokenLinearFunction([(10, 1), (10, 2)])
+    assert [ratio_score(shape, p) for p in points] == expected
 
 
 # ---- label columns -----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -55,47 +55,6 @@ def default_normalize_score(scores: IntArray, reverse: bool,
     if reverse:
         out = max_priority - out
     return out
-
-
-class FunctionShapePoint(NamedTuple):
-    utilization: int
-    score: int
-
-
-class BrokenLinearFunction:
-    """Upstream ``helper.BuildBrokenLinearFunction`` over int64 arrays: the first point's score
-    below the first utilization, the last point's score above the last, linear (Go integer
-    arithmetic) between. Points must have strictly increasing utilization (args validation
-    guarantees it for configured shapes)."""
-
-    __slots__ = ("_scores", "_utils")
-
-    def __init__(self, shape: Sequence[tuple[int, int]]) -> None:
-        if not shape:
-            raise ValueError("a broken linear function needs at least one point")
-        self._utils = np.array([u for u, _ in shape], dtype=np.int64)
-        self._scores = np.array([s for _, s in shape], dtype=np.int64)
-        if np.any(np.diff(self._utils) <= 0):
-            raise ValueError("shape utilizations must be strictly increasing")
-
-    def __call__(self, p: IntArray) -> IntArray:
-        p = np.asarray(p, dtype=np.int64)
-        utils, scores = self._utils, self._scores
-        i = np.searchsorted(utils, p, side="left")  # first point with p <= utilization
-        hi = np.minimum(i, len(utils) - 1)
-        lo = np.maximum(hi - 1, 0)
-        span = np.maximum(utils[hi] - utils[lo], 1)
-        between = scores[lo] + trunc_div((scores[hi] - scores[lo]) * (p - utils[lo]), span)
-        out = np.where(i == 0, scores[0], between)
-        return np.asarray(np.where(i >= len(utils), scores[-1], out), dtype=np.int64)
-
-    def value(self, p: int) -> int:
-        return int(self(np.array([p], dtype=np.int64))[0])
-
-
-def broken_linear_function(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:
-    """The scalar form, ``(utilization, score)`` points in, ``f(p) -> int`` out."""
-    return BrokenLinearFunction(shape).value
 
 
 # ---- label columns ---------------------------------------------------------------------------
