@@ -12,7 +12,6 @@ import pytest
 from tests.paths import SHARED
 
 from kubeberth.api.errors import InputError
-from kubeberth.api.objects import Pod
 from kubeberth.api.resources import GPU, GPU_MILLI, node_allocatable, pod_requests
 from kubeberth.sim import traces
 from kubeberth.sim.traces import (
@@ -419,13 +418,6 @@ def test_load_workload_combines_manifests_and_csvs(tmp_path: Path) -> None:
     assert wl.pods[0].pod.spec.node_name == "m1"
     assert [pc.metadata.name for pc in wl.extras.priority_classes] == ["high"]
     assert wl.name == "pods+jobs on cluster+nodes"
-
-
-def test_workload_from_manifests() -> None:
-    pod = msgspec.convert({"metadata": {"name": "a"}}, Pod)
-    wl = traces.workload_from_manifests([], [pod], lambda p: (7.0, None), name="x", source="y")
-    assert wl.pods == [TracePod(pod, 7.0, None)]
-    assert (wl.name, wl.source, wl.nodes) == ("x", "y", [])
 
 
 @pytest.mark.parametrize(("cluster", "workload", "message"), [

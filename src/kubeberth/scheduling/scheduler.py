@@ -57,7 +57,6 @@ Nominate = Callable[[PodInfo, str | None], None]
 # Events the scheduler raises itself, as upstream's internal queue moves do.
 ASSIGNED_POD_DELETE = ClusterEvent("Pod", "Delete")
 NODE_ADD = ClusterEvent("Node", "Add")
-UNSCHEDULABLE_TIMEOUT = ClusterEvent("*", "UnschedulableTimeout")
 
 
 @dataclass(slots=True)

@@ -452,15 +452,6 @@ def _sniff(path: Path) -> tuple[str, str, str]:
     return _csv_kind(text, source, path), text, source
 
 
-def workload_from_manifests(nodes: Sequence[Node], pods: Sequence[Pod], timing: Timing, *,
-                            name: str, source: str, extras: Manifests | None = None) -> Workload:
-    """Wrap already-loaded manifest objects; ``timing`` reads each pod's arrival and duration."""
-    return Workload(
-        nodes=list(nodes), pods=[TracePod(p, *timing(p)) for p in pods], name=name,
-        source=source, extras=extras if extras is not None else Manifests(),
-    )
-
-
 def _without_nodes_and_pods(m: Manifests) -> Manifests:
     return dataclasses.replace(m, nodes=[], pods=[])
 

@@ -36,7 +36,6 @@ from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 MAX_EXTENDER_PRIORITY = 10
-MIN_EXTENDER_PRIORITY = 0
 # The plugin name upstream records for nodes an extender filtered out (framework.ExtenderName).
 EXTENDER_NAME = "Extender"
 # Factor that maps an extender score (0..10) onto the scheduler's 0..100 range.
