@@ -17,7 +17,7 @@ from kubeberth.scheduling.framework.registry import Registry
 from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
 from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.engine import Simulation
-from kubeberth.sim.traces import TracePod, Workload
+from kubeberth.sim.traces import Scenario, TracePod
 from kubeberth.state.cluster import ClusterState, PodInfo
 
 
@@ -37,7 +37,7 @@ def pod(name: str, cpu: str = "1", priority: int | None = None) -> Pod:
 
 def run(nodes: list[Node], pods: list[TracePod], registry: Registry | None = None,
         config: Any = None, seed: int = 0) -> Simulation:
-    sim = Simulation(Workload(nodes, pods, "test", "test"), config or load_scheduler_config(None),
+    sim = Simulation(Scenario(nodes, pods, "test", "test"), config or load_scheduler_config(None),
                      registry or in_tree_registry(), seed=seed, sample_interval=1.0)
     sim.result = sim.run()  # type: ignore[attr-defined]
     return sim

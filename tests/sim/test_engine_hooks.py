@@ -17,7 +17,7 @@ from kubeberth.api.objects import (
 from kubeberth.scheduling.config.loader import load_scheduler_config
 from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.sim.engine import PodListener, Simulation
-from kubeberth.sim.traces import TracePod, Workload
+from kubeberth.sim.traces import Scenario, TracePod
 from kubeberth.state.cluster import PodInfo
 
 BLOCK = Taint(key="maintenance", value="true", effect="NoSchedule")
@@ -37,7 +37,7 @@ def pod(name: str, cpu: str = "1") -> Pod:
 
 
 def sim_of(nodes: list[Node], pods: list[TracePod], until: float | None = None) -> Simulation:
-    return Simulation(Workload(nodes, pods, "t", "t"), load_scheduler_config(None),
+    return Simulation(Scenario(nodes, pods, "t", "t"), load_scheduler_config(None),
                       in_tree_registry(), sample_interval=10.0, until=until)
 
 
@@ -126,7 +126,7 @@ def test_descheduler_hook_gets_live_pdb_status() -> None:
         seen.append(sim.snapshot.pdbs[0].status.current_healthy)
         return []
 
-    sim = Simulation(Workload([node("n1")], [TracePod(p, 0.0, 100.0)], "t", "t"),
+    sim = Simulation(Scenario([node("n1")], [TracePod(p, 0.0, 100.0)], "t", "t"),
                      load_scheduler_config(None), in_tree_registry(),
                      descheduler=pass_,  # type: ignore[arg-type]
                      deschedule_interval=30.0)

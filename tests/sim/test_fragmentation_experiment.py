@@ -137,11 +137,11 @@ def test_simulate_series_carry_fragmentation(tmp_path: Path) -> None:
     from kubeberth.scheduling.registry import in_tree_registry
     from kubeberth.sim.engine import Simulation
     from kubeberth.sim.metrics import SERIES_COLUMNS
-    from kubeberth.sim.traces import Workload
+    from kubeberth.sim.traces import Scenario
 
     nodes = fx.read_openb_nodes(fx._bundled(fx.GPU_NODES))[:40]
     pods = fx.load_trace("default")[:300]
-    sim = Simulation(Workload(nodes, pods, "small", "test"), load_scheduler_config(None),
+    sim = Simulation(Scenario(nodes, pods, "small", "test"), load_scheduler_config(None),
                      in_tree_registry(), seed=1, sample_interval=500_000.0)
     sim.run()
     frag = SERIES_COLUMNS.index("gpu_frag_pct")

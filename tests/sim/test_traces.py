@@ -39,13 +39,13 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def bundled() -> traces.Workload:
+def bundled() -> traces.Scenario:
     return traces.default_workload()
 
 
 # ---- bundled data ------------------------------------------------------------------------------
 
-def test_bundled_counts(bundled: traces.Workload) -> None:
+def test_bundled_counts(bundled: traces.Scenario) -> None:
     assert len(bundled.nodes) == 1523
     assert len(bundled.pods) == 8152
     gpus = [int(n.status.allocatable.get(GPU, 0)) for n in bundled.nodes]
@@ -54,7 +54,7 @@ def test_bundled_counts(bundled: traces.Workload) -> None:
     assert bundled.name == "openb-default"
 
 
-def test_bundled_node_resources(bundled: traces.Workload) -> None:
+def test_bundled_node_resources(bundled: traces.Scenario) -> None:
     by_name = {n.metadata.name: n for n in bundled.nodes}
     cpu_node = by_name["openb-node-0000"]
     assert node_allocatable(cpu_node) == {
@@ -70,7 +70,7 @@ def test_bundled_node_resources(bundled: traces.Workload) -> None:
     assert models == {None, "G2", "G3", "T4", "P100", "V100M16", "V100M32", "A10"}
 
 
-def test_bundled_pod_requests(bundled: traces.Workload) -> None:
+def test_bundled_pod_requests(bundled: traces.Scenario) -> None:
     by_name = {tp.pod.metadata.name: tp for tp in bundled.pods}
     whole = by_name["openb-pod-0000"]  # 12000,16384,1,1000
     assert pod_requests(whole.pod) == {
@@ -95,7 +95,7 @@ def test_bundled_pod_requests(bundled: traces.Workload) -> None:
     assert kinds == {"cpu": 1088, "share": 3078, "whole": 3911, "multi": 75}
 
 
-def test_bundled_timing(bundled: traces.Workload) -> None:
+def test_bundled_timing(bundled: traces.Scenario) -> None:
     by_name = {tp.pod.metadata.name: tp for tp in bundled.pods}
     # openb-pod-0001: created 427061, scheduled 427061, deleted 12902960.
     assert by_name["openb-pod-0001"].arrival == 427061.0

@@ -48,7 +48,7 @@ from kubeberth.scheduling.scheduler import (
 from kubeberth.sim.admission import AdmissionDriver, AdmissionReport
 from kubeberth.sim.metrics import Metrics, PodRecord, fragmentation_cache
 from kubeberth.sim.owners import OwnerRuntime
-from kubeberth.sim.traces import TracePod, Workload
+from kubeberth.sim.traces import Scenario, TracePod
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 from kubeberth.state.disruption import (
     DisruptionBudgets,
@@ -141,7 +141,7 @@ class SimResult:
 class Simulation:
     def __init__(
         self,
-        workload: Workload,
+        workload: Scenario,
         config: SchedulerConfiguration,
         registry: Registry,
         *,

@@ -108,7 +108,7 @@ class TracePod(NamedTuple):
 
 
 @dataclass(slots=True)
-class Workload:
+class Scenario:
     """A cluster and the pods submitted to it: everything a simulation run replays."""
 
     nodes: list[Node]
@@ -401,9 +401,9 @@ def bundled_pods() -> list[TracePod]:
         return _parse_pods(*_bundled_text(BUNDLED_PODS))
 
 
-def default_workload() -> Workload:
+def default_workload() -> Scenario:
     """The bundled openb cluster and default pod list: a realistic run with no input files."""
-    return Workload(
+    return Scenario(
         nodes=bundled_nodes(), pods=bundled_pods(), name="openb-default",
         source="Alibaba GPU trace v2023 (openb, bundled): "
                "openb_node_list_all_node.csv + openb_pod_list_default.csv",
@@ -558,7 +558,7 @@ def _merge_extras(a: Manifests, b: Manifests) -> Manifests:
 
 
 def load_workload(cluster: Sequence[str | os.PathLike[str]] | None,
-                  workload: Sequence[str | os.PathLike[str]] | None) -> Workload:
+                  workload: Sequence[str | os.PathLike[str]] | None) -> Scenario:
     """Combine a cluster (node lists or manifests with Nodes) and a workload (pod lists or Pod
     manifests); either left out (None or empty) is the bundled openb data.
 
@@ -584,7 +584,7 @@ def load_workload(cluster: Sequence[str | os.PathLike[str]] | None,
     name = "+".join(w.names) or _DEFAULT_NAME
     if c.names:
         name += " on " + "+".join(c.names)
-    return Workload(
+    return Scenario(
         nodes=c.nodes, pods=c.pods + w.pods, name=name,
         source=f"cluster: {cluster_src}; workload: {workload_src}",
         extras=_merge_extras(c.extras, w.extras), owners=c.owners + w.owners,
