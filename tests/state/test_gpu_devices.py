@@ -122,11 +122,35 @@ def test_move_devices() -> None:
     snap.add_node(gpu_node("a", 2))
     pi = gpu_pod("p", milli=400)
     snap.add_pod(pi, 0)
-    snap.move_gpu_devices(pi, (1,))
+    snap.place_gpu_devices(pi, (1,))
     assert snap.gpus.free[0, :2].tolist() == [1000, 600]
     with pytest.raises(RuntimeError):
-        snap.move_gpu_devices(pi, (5,))
+        snap.place_gpu_devices(pi, (5,))
     assert pi.gpu_devices == (1,) and snap.gpus.free[0, 1] == 600
+
+
+def test_deferred_devices_are_chosen_once() -> None:
+    """The scheduler's assume leaves the devices open; a policy's choice, else the state's
+    best fit, is the only one made, and forgetting a pod still open frees nothing twice."""
+    snap = ClusterState()
+    snap.add_node(gpu_node("a", 2))
+    chosen = gpu_pod("chosen", milli=400)
+    snap.add_pod(chosen, 0, defer_devices=True)
+    assert chosen.gpu_pending and chosen.gpu_devices == ()
+    assert snap.gpus.free[0, :2].tolist() == [1000, 1000]
+    with pytest.raises(RuntimeError):
+        snap.place_gpu_devices(chosen, (7,))
+    assert chosen.gpu_pending
+    snap.place_gpu_devices(chosen, (1,))
+    assert not chosen.gpu_pending and snap.gpus.free[0, :2].tolist() == [1000, 600]
+    fallback = gpu_pod("fallback", milli=500)
+    snap.add_pod(fallback, 0, defer_devices=True)
+    snap.place_gpu_devices(fallback)
+    assert fallback.gpu_devices == (1,)  # best fit: the device with the least room left
+    dropped = gpu_pod("dropped", milli=300)
+    snap.add_pod(dropped, 0, defer_devices=True)
+    snap.remove_pod(dropped)
+    assert snap.gpus.free[0, :2].tolist() == [1000, 100] and snap.gpu_unplaced == 0
 
 
 def test_node_update_and_removal_recompute_devices() -> None:

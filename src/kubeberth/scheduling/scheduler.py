@@ -237,10 +237,11 @@ class Scheduler:
             self._handle_failure(fw, result, cycle)
             return result
         node = self.snapshot.node_index[result.node or ""]
-        self.snapshot.add_pod(pod, node)
+        self.snapshot.add_pod(pod, node, defer_devices=True)
         st = fw.run_reserve(state, pod, self.snapshot, node)
         if not st.ok:
             return self._reject_reserved(fw, state, result, node, st, cycle)
+        self.snapshot.place_gpu_devices(pod)  # devices no Reserve plugin chose
         st, waits = fw.run_permit(state, pod, self.snapshot, node)
         if st.code == Code.WAIT:
             now = self.clock()

@@ -133,6 +133,9 @@ class PodInfo:
     arrival: float = 0.0
     gpu: GpuDemand = NO_GPU
     gpu_devices: tuple[int, ...] = ()
+    # Assumed on its node with its devices still to be chosen (by a Reserve plugin, else by
+    # :meth:`ClusterState.place_gpu_devices`'s fallback at the end of Reserve).
+    gpu_pending: bool = False
     # What ClusterState counted for this pod when it was added (see ``add_pod``), so removal
     # takes back exactly that even if the pod object was replaced meanwhile.
     _counted_priority: int = 0
@@ -473,8 +476,11 @@ class ClusterState:
         return self._taint_groups
 
     # ---- pods ------------------------------------------------------------------------------
-    def add_pod(self, pi: PodInfo, node: int) -> None:
-        """Account a pod on a node (bind or assume)."""
+    def add_pod(self, pi: PodInfo, node: int, *, defer_devices: bool = False) -> None:
+        """Account a pod on a node (bind or assume). Its GPU devices are placed at once, unless
+        ``defer_devices`` (the scheduler's assume): then a Reserve plugin chooses them, or the
+        scheduler has :meth:`place_gpu_devices` choose after Reserve, so each pod's devices are
+        chosen exactly once."""
         if pi.node >= 0:
             raise RuntimeError(f"pod {pi.key} is already on node {self.node_names[pi.node]}")
         req, nz = self.pod_vectors(pi)
@@ -493,32 +499,30 @@ class ClusterState:
             self.pod_affinity_pods += 1
         self.gpus.stamp[node] += 1
         if pi.gpu.count:
-            self._place_gpu(pi, node)
+            if node in self.gpu_pooled:
+                pi.gpu_devices = ()
+            elif defer_devices:
+                pi.gpu_pending = True
+            else:
+                self._hold_gpu(pi, node, None)
         self.generation += 1
 
-    def _place_gpu(self, pi: PodInfo, node: int) -> None:
-        """Give a pod its devices: those its manifest names when they have room, else the best
-        fit. A pod no device set can hold (only possible when the profile lacks the GpuDevices
-        filter) holds none and is counted in ``gpu_unplaced``, as a kubelet would refuse it."""
-        if node in self.gpu_pooled:
-            pi.gpu_devices = ()
-            return
-        gpus = self.gpus
-        demand = pi.gpu
-        devices = demand.devices
-        if not devices or not gpus.valid(node, demand, devices):
-            devices = best_fit_devices(gpus.free[node, : gpus.count[node]], demand)
-        if devices:
-            gpus.hold(node, demand, devices)
-        else:
-            self.gpu_unplaced += 1
-        pi.gpu_devices = devices
-
-    def move_gpu_devices(self, pi: PodInfo, devices: tuple[int, ...]) -> None:
-        """Move a placed pod to other devices of its node (a policy's device choice at
-        Reserve). Raises RuntimeError when they cannot hold it; the old devices are kept then."""
+    def place_gpu_devices(self, pi: PodInfo, devices: tuple[int, ...] | None = None) -> None:
+        """Choose an assumed pod's devices: ``devices`` when a policy chose them (RuntimeError
+        when they cannot hold it), else the fallback of a pod nobody chose for. A pod already
+        placed is moved to ``devices`` (its old ones are kept when the new cannot hold it)."""
         node = pi.node
-        if node < 0 or devices == pi.gpu_devices:
+        if node < 0 or not pi.gpu.count or node in self.gpu_pooled:
+            return
+        if pi.gpu_pending:
+            if devices is not None and not self.gpus.valid(node, pi.gpu, devices):
+                raise RuntimeError(f"pod {pi.key}: devices {devices} cannot hold it")
+            pi.gpu_pending = False
+            self._hold_gpu(pi, node, devices)
+            self.gpus.stamp[node] += 1
+            self.generation += 1
+            return
+        if devices is None or devices == pi.gpu_devices:
             return
         gpus = self.gpus
         held = pi.gpu_devices
@@ -526,14 +530,31 @@ class ClusterState:
             gpus.give_back(node, pi.gpu, held)
         if not gpus.valid(node, pi.gpu, devices):
             if held:
-                gpus.take(node, pi.gpu, held)
+                gpus.hold(node, pi.gpu, held)
             raise RuntimeError(f"pod {pi.key}: devices {devices} cannot hold it")
-        gpus.take(node, pi.gpu, devices)
+        gpus.hold(node, pi.gpu, devices)
         gpus.stamp[node] += 1
         if not held:
             self.gpu_unplaced -= 1
         pi.gpu_devices = devices
         self.generation += 1
+
+    def _hold_gpu(self, pi: PodInfo, node: int, devices: tuple[int, ...] | None) -> None:
+        """Hold ``devices`` (valid), else the fallback: those the pod's manifest names when
+        they have room, else the best fit, as a kubelet's device manager allocates. A pod no
+        device set can hold (only possible when the profile lacks the GpuDevices filter) holds
+        none and is counted in ``gpu_unplaced``, as a kubelet would refuse it."""
+        gpus = self.gpus
+        demand = pi.gpu
+        if devices is None:
+            devices = demand.devices
+            if not devices or not gpus.valid(node, demand, devices):
+                devices = best_fit_devices(gpus.free[node, : gpus.count[node]], demand)
+        if devices:
+            gpus.hold(node, demand, devices)
+        else:
+            self.gpu_unplaced += 1
+        pi.gpu_devices = devices
 
     def remove_pod(self, pi: PodInfo) -> None:
         """Release a pod's resources (completion, eviction, preemption, unreserve)."""
@@ -556,7 +577,9 @@ class ClusterState:
             pi._counted_pod_affinity = False
             self.pod_affinity_pods -= 1
         self.gpus.stamp[node] += 1
-        if pi.gpu_devices:
+        if pi.gpu_pending:
+            pi.gpu_pending = False
+        elif pi.gpu_devices:
             self.gpus.give_back(node, pi.gpu, pi.gpu_devices)
             pi.gpu_devices = ()
         elif pi.gpu.count and node not in self.gpu_pooled:

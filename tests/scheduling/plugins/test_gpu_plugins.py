@@ -68,7 +68,7 @@ def use(snap: ClusterState, node: str, free: list[int]) -> None:
             pi = gpu_pod(f"fill-{node}-{d}", milli=1000 - f) if f > 0 else \
                 gpu_pod(f"fill-{node}-{d}", whole=1)
             snap.add_pod(pi, idx)
-            snap.move_gpu_devices(pi, (d,))
+            snap.place_gpu_devices(pi, (d,))
 
 
 # ---- GpuDevices --------------------------------------------------------------------------------
@@ -254,7 +254,7 @@ def test_fgd_matches_the_artifact_formula() -> None:
             if milli:
                 pi = gpu_pod(f"f{i}-{d}", milli=milli, cpu=int(rng.choice([1, 4])))
                 snap.add_pod(pi, i)
-                snap.move_gpu_devices(pi, (d,))
+                snap.place_gpu_devices(pi, (d,))
     weights = {PodType(4000, 500, 1, ()): 5, PodType(8000, 1000, 1, ()): 4,
                PodType(2000, 200, 1, ("T4",)): 2, PodType(16000, 1000, 2, ()): 1,
                PodType(2000, 0, 0, ()): 3}

@@ -9,9 +9,10 @@ milli-GPU free, a pod of N whole GPUs needs N fully free devices, and a pod with
 Reserve picks the devices on the chosen node: the choice a score plugin recorded (FGD records
 one), else ``deviceSelection`` — ``BestFit`` (default: the fitting device with the least free),
 ``WorstFit`` or ``Random`` (seeded). Whole-GPU pods always take the lowest-numbered free
-devices. The cluster state already placed the pod on best-fit devices when it was assumed;
-Reserve moves it, and giving the reservation back (Unreserve, then the scheduler forgetting the
-pod) returns the devices through the state, so Unreserve itself has nothing to undo.
+devices. This is the one device choice for the pod: the scheduler assumes it with its devices
+still open, and the state makes its own (best-fit) choice only for pods no Reserve plugin chose
+for. Giving the reservation back (Unreserve, then the scheduler forgetting the pod) returns the
+devices through the state, so Unreserve itself has nothing to undo.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ class GpuDevices(PreFilterPlugin, FilterPlugin, ReservePlugin, EnqueueExtensions
         if not devices:
             return Status(Code.UNSCHEDULABLE, (REASON_DEVICES,))
         try:
-            snap.move_gpu_devices(pod, devices)
+            snap.place_gpu_devices(pod, devices)
         except RuntimeError as err:
             return Status(Code.UNSCHEDULABLE, (str(err),))
         return SUCCESS
