@@ -173,8 +173,11 @@ class Simulation:
             config, registry, self.snapshot, clock=lambda: self.now, seed=seed,
             binder=self._binder, evictor=self._evict)
         self.bind_latency = bind_latency
-        self.metrics = Metrics(frag=fragmentation_cache(
-            [make_pod_info(tp.pod, self.snapshot.priority_classes) for tp in workload.pods]))
+        # Each trace pod's PodInfo, made once: the fragmentation target reads them now, the
+        # pod's arrival takes its own (keyed by the TracePod's identity).
+        self._infos = {id(tp): make_pod_info(tp.pod, self.snapshot.priority_classes)
+                       for tp in workload.pods}
+        self.metrics = Metrics(frag=fragmentation_cache(list(self._infos.values())))
         self.progress = progress
         self._heap: list[tuple[float, int, int, object]] = []
         self._non_timer_events = 0
@@ -277,7 +280,10 @@ class Simulation:
     # ---- event handlers --------------------------------------------------------------------
     def _arrive(self, tp: TracePod) -> None:
         pod = tp.pod if self.kueue is None else self.kueue.arrived(tp.pod, self.now)
-        pi = make_pod_info(pod, self.snapshot.priority_classes, seq=self._seq)
+        pi = self._infos.pop(id(tp), None)
+        if pi is None or pi.pod is not pod:
+            pi = make_pod_info(pod, self.snapshot.priority_classes)
+        pi.seq = self._seq
         pi.arrival = self.now
         self._durations[pi.key] = tp.duration
         self._specs[pi.key] = tp
