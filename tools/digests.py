@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -52,7 +53,7 @@ def long_runs(tmp: Path) -> Iterator[tuple[str, str]]:
     out = tmp / "default"
     _invoke(["simulate", "-o", str(out)])
     yield from _tree("simulate-default", out)
-    ex = ROOT / "examples" / "spill"
+    ex = Path("examples") / "spill"  # relative: the run records its input paths
     out = tmp / "spill"
     _invoke(["simulate", "--cluster", str(ex / "cluster.yaml"), "-w", str(ex / "kueue.yaml"),
              "--spill-config", str(ex / "spill.yaml"),
@@ -97,6 +98,7 @@ def conformance(tmp: Path) -> Iterator[tuple[str, str]]:
 
 
 def main() -> None:
+    os.chdir(ROOT)  # inputs given relative to the checkout, so two checkouts compare equal
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="conformance JSON only")
     ns = parser.parse_args()
