@@ -28,7 +28,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector
 from kubeberth.descheduling import args as a
 from kubeberth.descheduling.framework import (
-    Handle,
+    DeschedulerHandle,
     PluginSpec,
     PodView,
 )
@@ -237,7 +237,7 @@ Constraint = Callable[[PodView], str | None]
 
 
 class DefaultEvictor:
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
         self.args = args
         self.handle = handle
         self.snapshot = handle.snapshot
@@ -389,7 +389,7 @@ def _show_seconds(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def new(args: Args, handle: Handle) -> DefaultEvictor:
+def new(args: Args, handle: DeschedulerHandle) -> DefaultEvictor:
     return DefaultEvictor(args, handle)
 
 

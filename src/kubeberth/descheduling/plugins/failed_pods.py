@@ -15,7 +15,7 @@ from typing import Any
 
 from kubeberth.api.objects import ContainerStatus, LabelSelector, Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import Handle, PluginSpec, PodView
+from kubeberth.descheduling.framework import DeschedulerHandle, PluginSpec, PodView
 from kubeberth.descheduling.helpers import pod_scope
 
 NAME = "RemoveFailedPods"
@@ -69,7 +69,7 @@ def _failure(pod: PodView) -> str:
 
 
 class RemoveFailedPods:
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
         self.args = args
         self.handle = handle
         self.in_scope = pod_scope(args.namespaces, args.label_selector)
@@ -108,7 +108,7 @@ class RemoveFailedPods:
                 return
 
 
-def new(args: Args, handle: Handle) -> RemoveFailedPods:
+def new(args: Args, handle: DeschedulerHandle) -> RemoveFailedPods:
     return RemoveFailedPods(args, handle)
 
 

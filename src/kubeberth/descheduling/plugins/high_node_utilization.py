@@ -17,7 +17,7 @@ from typing import Any
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import Handle, PluginSpec, PodView
+from kubeberth.descheduling.framework import DeschedulerHandle, PluginSpec, PodView
 from kubeberth.descheduling.plugins.low_node_utilization import (
     evictable_namespaces,
     validate_thresholds,
@@ -68,7 +68,7 @@ def parse_args(raw: Mapping[str, Any]) -> Args:
 
 
 class HighNodeUtilization:
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
         self.args = args
         self.handle = handle
         self.threshold_names = list(args.thresholds)
@@ -115,7 +115,7 @@ class HighNodeUtilization:
                     reason).run(low, schedulable)
 
 
-def new(args: Args, handle: Handle) -> HighNodeUtilization:
+def new(args: Args, handle: DeschedulerHandle) -> HighNodeUtilization:
     return HighNodeUtilization(args, handle)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from kubeberth.api.objects import LabelSelector, Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import EvictError, Handle, PluginSpec, PodView
+from kubeberth.descheduling.framework import DeschedulerHandle, EvictError, PluginSpec, PodView
 from kubeberth.descheduling.helpers import (
     anti_affinity_violated,
     pod_scope,
@@ -37,7 +37,7 @@ def parse_args(raw: Mapping[str, Any]) -> Args:
 
 
 class RemovePodsViolatingInterPodAntiAffinity:
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
         self.args = args
         self.handle = handle
         self.in_scope = pod_scope(args.namespaces, args.label_selector)
@@ -72,7 +72,7 @@ class RemovePodsViolatingInterPodAntiAffinity:
                     return
 
 
-def new(args: Args, handle: Handle) -> RemovePodsViolatingInterPodAntiAffinity:
+def new(args: Args, handle: DeschedulerHandle) -> RemovePodsViolatingInterPodAntiAffinity:
     return RemovePodsViolatingInterPodAntiAffinity(args, handle)
 
 

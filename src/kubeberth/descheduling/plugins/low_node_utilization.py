@@ -23,7 +23,7 @@ from typing import Any
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import Handle, PluginSpec
+from kubeberth.descheduling.framework import DeschedulerHandle, PluginSpec
 from kubeberth.descheduling.plugins.node_utilization import (
     MAX_PERCENTAGE,
     MIN_PERCENTAGE,
@@ -117,7 +117,7 @@ def parse_args(raw: Mapping[str, Any]) -> Args:
 
 
 class LowNodeUtilization:
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
         self.args = args
         self.handle = handle
         self.threshold_names = list(args.thresholds)
@@ -167,7 +167,7 @@ class LowNodeUtilization:
                     reason).run(high, low)
 
 
-def new(args: Args, handle: Handle) -> LowNodeUtilization:
+def new(args: Args, handle: DeschedulerHandle) -> LowNodeUtilization:
     return LowNodeUtilization(args, handle)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector, Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import Handle, PluginSpec, PodView
+from kubeberth.descheduling.framework import DeschedulerHandle, PluginSpec, PodView
 from kubeberth.descheduling.helpers import (
     matches_node_selector,
     pod_fits_any_node,
@@ -53,7 +53,7 @@ def parse_args(raw: Mapping[str, Any]) -> Args:
 
 
 class RemovePodsViolatingNodeAffinity:
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
         self.args = args
         self.handle = handle
         self.in_scope = pod_scope(args.namespaces, args.label_selector)
@@ -98,7 +98,7 @@ class RemovePodsViolatingNodeAffinity:
         return False
 
 
-def new(args: Args, handle: Handle) -> RemovePodsViolatingNodeAffinity:
+def new(args: Args, handle: DeschedulerHandle) -> RemovePodsViolatingNodeAffinity:
     return RemovePodsViolatingNodeAffinity(args, handle)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector, Node, Taint
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import Handle, PluginSpec, PodView
+from kubeberth.descheduling.framework import DeschedulerHandle, PluginSpec, PodView
 from kubeberth.descheduling.helpers import (
     pod_scope,
     show_taint,
@@ -54,7 +54,7 @@ def parse_args(raw: Mapping[str, Any]) -> Args:
 
 
 class RemovePodsViolatingNodeTaints:
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
         self.args = args
         self.handle = handle
         self.in_scope = pod_scope(args.namespaces, args.label_selector)
@@ -89,7 +89,7 @@ class RemovePodsViolatingNodeTaints:
                 yield pod, f"pod does not tolerate taint {show_taint(taint)} of node {name}"
 
 
-def new(args: Args, handle: Handle) -> RemovePodsViolatingNodeTaints:
+def new(args: Args, handle: DeschedulerHandle) -> RemovePodsViolatingNodeTaints:
     return RemovePodsViolatingNodeTaints(args, handle)
 
 

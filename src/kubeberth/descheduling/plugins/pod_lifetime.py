@@ -16,7 +16,7 @@ from typing import Any
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector, Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import EvictError, Handle, PluginSpec, PodView
+from kubeberth.descheduling.framework import DeschedulerHandle, EvictError, PluginSpec, PodView
 from kubeberth.descheduling.helpers import pod_scope
 
 NAME = "PodLifeTime"
@@ -59,7 +59,7 @@ def parse_args(raw: Mapping[str, Any]) -> Args:
 
 
 class PodLifeTime:
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
         self.args = args
         self.handle = handle
         self.in_scope = pod_scope(args.namespaces, args.label_selector)
@@ -94,7 +94,7 @@ class PodLifeTime:
                 return
 
 
-def new(args: Args, handle: Handle) -> PodLifeTime:
+def new(args: Args, handle: DeschedulerHandle) -> PodLifeTime:
     return PodLifeTime(args, handle)
 
 

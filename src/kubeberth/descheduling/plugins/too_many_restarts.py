@@ -15,7 +15,7 @@ from typing import Any
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector, Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import Handle, PluginSpec, PodView
+from kubeberth.descheduling.framework import DeschedulerHandle, PluginSpec, PodView
 from kubeberth.descheduling.helpers import pod_scope
 
 NAME = "RemovePodsHavingTooManyRestarts"
@@ -59,7 +59,7 @@ def restarts(pod: PodView, including_init: bool) -> int:
 
 
 class RemovePodsHavingTooManyRestarts:
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
         self.args = args
         self.handle = handle
         self.in_scope = pod_scope(args.namespaces, args.label_selector)
@@ -89,7 +89,7 @@ class RemovePodsHavingTooManyRestarts:
                 return
 
 
-def new(args: Args, handle: Handle) -> RemovePodsHavingTooManyRestarts:
+def new(args: Args, handle: DeschedulerHandle) -> RemovePodsHavingTooManyRestarts:
     return RemovePodsHavingTooManyRestarts(args, handle)
 
 

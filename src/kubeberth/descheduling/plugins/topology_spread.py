@@ -25,7 +25,7 @@ import msgspec
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector, Node, TopologySpreadConstraint
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import EvictError, Handle, PluginSpec, PodView
+from kubeberth.descheduling.framework import DeschedulerHandle, EvictError, PluginSpec, PodView
 from kubeberth.descheduling.helpers import (
     matches_node_selector,
     no_schedule_or_execute,
@@ -116,7 +116,7 @@ class Domain:
 
 
 class RemovePodsViolatingTopologySpreadConstraint:
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
         self.args = args
         self.handle = handle
         in_scope = pod_scope(args.namespaces, args.label_selector)
@@ -281,7 +281,7 @@ def _pod_order(pod: PodView, evictable: bool) -> tuple[bool, bool, bool, int]:
     return (evictable, not selective, pod.priority is not None, pod.priority or 0)
 
 
-def new(args: Args, handle: Handle) -> RemovePodsViolatingTopologySpreadConstraint:
+def new(args: Args, handle: DeschedulerHandle) -> RemovePodsViolatingTopologySpreadConstraint:
     return RemovePodsViolatingTopologySpreadConstraint(args, handle)
 
 
