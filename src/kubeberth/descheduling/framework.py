@@ -480,6 +480,14 @@ class Evictor:
                 return True
         return False
 
+    def evict_in_order(self, chosen: Iterable[tuple[PodView, str]], plugin: str) -> bool:
+        """Evict ``(pod, reason)`` pairs chosen across nodes in order (oldest first, say): a
+        node's limit only skips its pod; True when the total limit ends the plugin."""
+        for pod, reason in chosen:
+            if self.evict_checked(pod, plugin, reason) is EvictError.TOTAL_LIMIT:
+                return True
+        return False
+
     def refuse(self, pod: PodView, plugin: str, reason: str, why: str) -> None:
         self.pod_evictor.refuse(pod, plugin, reason, why, self.profile)
 

@@ -16,7 +16,7 @@ from typing import Any
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector, Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import DeschedulerHandle, EvictError, PluginSpec, PodView
+from kubeberth.descheduling.framework import DeschedulerHandle, PluginSpec, PodView
 from kubeberth.descheduling.helpers import pod_scope
 
 NAME = "PodLifeTime"
@@ -87,11 +87,8 @@ class PodLifeTime:
                 if self.in_scope(pod) and age > limit and self._in_state(pod):
                     old.append((pod, age))
         old.sort(key=lambda item: item[0].created)
-        for pod, age in old:
-            reason = f"pod is {age}s old, more than maxPodLifeTimeSeconds ({limit})"
-            err = evictor.evict_checked(pod, NAME, reason)
-            if err is EvictError.TOTAL_LIMIT:
-                return
+        evictor.evict_in_order(((pod, f"pod is {age}s old, more than maxPodLifeTimeSeconds "
+                                 f"({limit})") for pod, age in old), NAME)
 
 
 def new(args: Args, handle: DeschedulerHandle) -> PodLifeTime:
