@@ -5,8 +5,9 @@ without warning, so long-running work there is recycled on the team's schedule i
 first, and its owner re-creates it wherever the scheduler sees fit. ``nodeSelector`` (a label
 selector string such as ``node-pool=spot``) says which nodes form the pool, ``maxPodAge`` (a Go
 duration) how long a pod may run there, measured from ``status.startTime`` (the creation time
-when the pod has none), and ``namespaces`` restricts which pods count. The DefaultEvictor's
-protections, the policy's limits and PodDisruptionBudgets apply as to any in-tree plugin.
+when the pod has none), and ``namespaces`` and ``labelSelector`` restrict which pods count. The
+DefaultEvictor's protections, the policy's limits and PodDisruptionBudgets apply as to any
+in-tree plugin.
 
 Register it with ``--plugin nodepoolmaxage:SPEC`` or by installing this directory, which declares
 it in the ``kubeberth.descheduler_plugins`` entry-point group.
@@ -21,8 +22,8 @@ from typing import Any
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import DeschedulerHandle, PluginSpec, PodView
-from kubeberth.descheduling.helpers import pod_scope
+from kubeberth.descheduling.framework import PluginSpec, PodView
+from kubeberth.descheduling.helpers import ScopedPlugin
 from kubeberth.descheduling.policy import (
     LabelRequirement,
     match_label_requirements,
@@ -38,11 +39,11 @@ class Args:
     node_selector: str
     pool: tuple[LabelRequirement, ...]
     max_pod_age: float  # seconds
-    namespaces: a.Namespaces = a.ALL_NAMESPACES
+    scope: a.PodScope = a.EVERY_POD
 
 
 def parse_args(raw: Mapping[str, Any]) -> Args:
-    a.reject_unknown(raw, ("nodeSelector", "maxPodAge", "namespaces"))
+    a.reject_unknown(raw, ("nodeSelector", "maxPodAge", *a.SCOPE_FIELDS))
     selector = a.string(raw, "nodeSelector")
     if not selector:
         raise InputError("nodeSelector is not set", field="nodeSelector",
@@ -55,16 +56,10 @@ def parse_args(raw: Mapping[str, Any]) -> Args:
     if max_age is None or max_age <= 0:
         raise InputError(f"maxPodAge is {raw.get('maxPodAge')!r}", field="maxPodAge",
                          expected="a positive duration such as 12h")
-    return Args(node_selector=selector, pool=pool, max_pod_age=max_age,
-                namespaces=a.namespaces(raw))
+    return Args(node_selector=selector, pool=pool, max_pod_age=max_age, scope=a.scope(raw))
 
 
-class NodePoolMaxAge:
-    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
-        self.args = args
-        self.handle = handle
-        self.in_scope = pod_scope(args.namespaces, None)
-
+class NodePoolMaxAge(ScopedPlugin[Args]):
     def deschedule(self, nodes: list[Node]) -> None:
         self.handle.evictor.evict_in_order(self._expired(nodes), NAME)
 

@@ -440,18 +440,10 @@ class Evictor:
         self.pre_eviction_filters: list[FilterFunc] = []
 
     def filter(self, pod: PodView) -> str | None:
-        for f in self.filters:
-            why = f(pod)
-            if why is not None:
-                return why
-        return None
+        return _first_refusal(self.filters, pod)
 
     def pre_eviction_filter(self, pod: PodView) -> str | None:
-        for f in self.pre_eviction_filters:
-            why = f(pod)
-            if why is not None:
-                return why
-        return None
+        return _first_refusal(self.pre_eviction_filters, pod)
 
     def filter_both(self, pod: PodView) -> str | None:
         """Filter, then PreEvictionFilter (upstream wraps both into one filter)."""
@@ -490,6 +482,11 @@ class Evictor:
 
     def refuse(self, pod: PodView, plugin: str, reason: str, why: str) -> None:
         self.pod_evictor.refuse(pod, plugin, reason, why, self.profile)
+
+
+def _first_refusal(filters: list[FilterFunc], pod: PodView) -> str | None:
+    """Why the first refusing filter refuses ``pod``; None when all pass."""
+    return next((why for f in filters if (why := f(pod)) is not None), None)
 
 
 @dataclass(slots=True)

@@ -389,8 +389,4 @@ def _show_seconds(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def new(args: Args, handle: DeschedulerHandle) -> DefaultEvictor:
-    return DefaultEvictor(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, DefaultEvictor)

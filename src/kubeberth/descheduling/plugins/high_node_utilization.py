@@ -56,11 +56,8 @@ def parse_args(raw: Mapping[str, Any]) -> Args:
         raise InputError("usage from metrics is not modelled by kubeberth",
                          field="metricsUtilization",
                          expected="no metricsUtilization (utilization is computed from requests)")
-    modes = a.strings(raw, "evictionModes") or ()
-    for i, mode in enumerate(modes):
-        if mode != ONLY_THRESHOLDING_RESOURCES:
-            raise InputError(f"invalid eviction mode {mode!r}", field=f"evictionModes[{i}]",
-                             expected=ONLY_THRESHOLDING_RESOURCES)
+    modes = a.choices(raw, "evictionModes", (ONLY_THRESHOLDING_RESOURCES,),
+                      "invalid eviction mode {!r}", ONLY_THRESHOLDING_RESOURCES)
     return Args(thresholds=validate_thresholds(a.percentages(raw, "thresholds"), "thresholds"),
                 number_of_nodes=a.integer(raw, "numberOfNodes"),
                 excluded_namespaces=evictable_namespaces(raw),
@@ -115,8 +112,4 @@ class HighNodeUtilization:
                     reason).run(low, schedulable)
 
 
-def new(args: Args, handle: DeschedulerHandle) -> HighNodeUtilization:
-    return HighNodeUtilization(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, HighNodeUtilization)

@@ -167,8 +167,4 @@ class LowNodeUtilization:
                     reason).run(high, low)
 
 
-def new(args: Args, handle: DeschedulerHandle) -> LowNodeUtilization:
-    return LowNodeUtilization(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, LowNodeUtilization)

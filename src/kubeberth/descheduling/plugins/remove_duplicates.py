@@ -126,8 +126,4 @@ class RemoveDuplicates:
         return targets
 
 
-def new(args: Args, handle: DeschedulerHandle) -> RemoveDuplicates:
-    return RemoveDuplicates(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, RemoveDuplicates)
