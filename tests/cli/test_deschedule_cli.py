@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,78 @@ def test_bundled_spill_example() -> None:
     assert "minPodAge" in skipped["inference/llm-5"]
     assert all(s["plugin"] == "LowNodeUtilization" and "PodDisruptionBudget" in s["reason"]
                for s in data["skipped"][2:])
+
+
+STRATEGY = EXAMPLE.parent / "descheduler-strategy"
+STRATEGY_ARGS = ("-f", str(STRATEGY / "cluster.yaml"), "--policy", str(STRATEGY / "policy.yaml"),
+                 "-o", "json")
+
+
+def _strategy_pass(out: str) -> tuple[list[str], list[str]]:
+    data = json.loads(out)
+    assert {e["plugin"] for e in data["evictions"] + data["skipped"]} == {"NodePoolMaxAge"}
+    return [e["pod"] for e in data["evictions"]], [s["pod"] for s in data["skipped"]]
+
+
+@pytest.mark.parametrize("target", ["nodepoolmaxage:SPEC", "nodepoolmaxage"])
+def test_out_of_tree_strategy_by_import_path(monkeypatch: pytest.MonkeyPatch,
+                                             target: str) -> None:
+    """examples/descheduler-strategy: the spot pool's research pods older than 12h go, the
+    longest-running first, one per node; serving pods and the on-demand node stay."""
+    monkeypatch.syspath_prepend(str(STRATEGY))
+    code, out, err = invoke(*STRATEGY_ARGS, "--plugin", target)
+    assert code == 0, err
+    assert _strategy_pass(out) == (["research/train-3", "research/train-1"],
+                                   ["research/train-2"])
+
+
+def test_out_of_tree_strategy_through_its_entry_point(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installed distribution (a dist-info on sys.path, with the entry points the example's
+    pyproject declares) registers the plugin without --plugin."""
+    project = tomllib.loads((STRATEGY / "pyproject.toml").read_text())["project"]
+    dist = tmp_path / "kubeberth_nodepoolmaxage-0.1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n"
+                                   f"Version: {project['version']}\n")
+    group = "kubeberth.descheduler_plugins"
+    lines = [f"{name} = {value}" for name, value in project["entry-points"][group].items()]
+    (dist / "entry_points.txt").write_text(f"[{group}]\n" + "\n".join(lines) + "\n")
+    monkeypatch.syspath_prepend(str(STRATEGY))
+    code, _, err = invoke(*STRATEGY_ARGS)
+    assert code == 2 and "unknown plugin 'NodePoolMaxAge'" in err
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, out, err = invoke(*STRATEGY_ARGS)
+    assert code == 0, err
+    assert _strategy_pass(out)[0] == ["research/train-3", "research/train-1"]
+
+
+@pytest.mark.parametrize(("target", "needles"), [
+    ("no_such_module:SPEC", ["field --plugin", "cannot import out-of-tree descheduler plugin "
+                             "module 'no_such_module'", "module path such as"]),
+    ("nodepoolmaxage:NOPE", ["field --plugin", "no attribute 'NOPE'", "module:attr"]),
+    ("nodepoolmaxage:parse_args", ["'nodepoolmaxage:parse_args' is not a descheduler plugin",
+                                   "module:attr naming a kubeberth.descheduling.framework."
+                                   "PluginSpec"]),
+])
+def test_bad_plugin_exits_2_naming_the_expected_form(monkeypatch: pytest.MonkeyPatch,
+                                                     target: str, needles: list[str]) -> None:
+    monkeypatch.syspath_prepend(str(STRATEGY))
+    code, out, err = invoke(*STRATEGY_ARGS, "--plugin", target)
+    assert (code, out) == (2, "")
+    message = " ".join(err.split())
+    assert message.startswith("error:")
+    for needle in needles:
+        assert needle in message
+
+
+@pytest.mark.parametrize(("targets", "name"), [
+    (["nodepoolmaxage:SPEC", "nodepoolmaxage"], "NodePoolMaxAge"),
+    (["kubeberth.descheduling.plugins.pod_lifetime:SPEC"], "PodLifeTime"),
+])
+def test_duplicate_plugin_names_are_refused(monkeypatch: pytest.MonkeyPatch,
+                                            targets: list[str], name: str) -> None:
+    monkeypatch.syspath_prepend(str(STRATEGY))
+    code, _, err = invoke(*STRATEGY_ARGS, *(x for t in targets for x in ("--plugin", t)))
+    assert code == 2
+    assert f"a descheduler plugin named {name!r} is already registered" in " ".join(err.split())

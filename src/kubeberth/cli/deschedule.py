@@ -22,9 +22,15 @@ from kubeberth.api.errors import InputError
 from kubeberth.api.times import format_time, parse_time
 from kubeberth.cli.common import OutputFormat, err_console, user_errors
 from kubeberth.config.manifests import load_manifests
-from kubeberth.descheduling.framework import Decision, PassResult, Snapshot, default_now
+from kubeberth.descheduling.framework import Eviction, PassResult, Snapshot, default_now
 from kubeberth.descheduling.policy import load_descheduler_policy
-from kubeberth.descheduling.registry import build_descheduler
+from kubeberth.descheduling.registry import build_descheduler, descheduler_registry
+
+# ``--plugin`` of every command that runs a DeschedulerPolicy (deschedule, descheduler).
+DeschedulerPluginOption = Annotated[list[str] | None, typer.Option(
+    "--plugin", help="Out-of-tree descheduler plugin to register, as module:attr naming its "
+                     "PluginSpec, or a module holding SPEC (repeatable); installed "
+                     "kubeberth.descheduler_plugins entry points are registered too.")]
 
 
 def deschedule(
@@ -39,11 +45,12 @@ def deschedule(
         "--now", help="The pass's clock: an RFC 3339 time such as 2024-05-01T12:00:00Z, or "
                       "'now' for the wall clock (default: the latest timestamp in the "
                       "manifests).")] = None,
+    plugin: DeschedulerPluginOption = None,
 ) -> None:
     """Print one descheduling pass's evictions (pod, node, plugin, reason) without applying them."""
     with user_errors():
         pol = load_descheduler_policy(policy)
-        descheduler = build_descheduler(pol)
+        descheduler = build_descheduler(pol, descheduler_registry(plugin))
         manifests = load_manifests(filename)
         if now is None:
             clock = default_now(manifests)
@@ -71,7 +78,7 @@ def render(console: Console, result: PassResult, clock: float) -> None:
             console.print(_table(title, rows))
 
 
-def _table(title: str, rows: list[Decision]) -> Table:
+def _table(title: str, rows: list[Eviction]) -> Table:
     table = Table(title=title, title_justify="left")
     for col in ("#", "pod", "node", "plugin", "reason"):
         table.add_column(col, overflow="fold")

@@ -33,6 +33,18 @@ class Namespaces:
 ALL_NAMESPACES = Namespaces()
 
 
+@dataclass(frozen=True, slots=True)
+class PodScope:
+    """The ``namespaces`` and ``labelSelector`` args most plugins take: the pods they judge."""
+
+    namespaces: Namespaces = ALL_NAMESPACES
+    label_selector: LabelSelector | None = None
+
+
+EVERY_POD = PodScope()
+SCOPE_FIELDS = ("namespaces", "labelSelector")
+
+
 def reject_unknown(raw: Mapping[str, Any], allowed: Sequence[str], where: str = "") -> None:
     for key in raw:
         if key not in allowed:
@@ -44,68 +56,78 @@ def join(where: str, child: str) -> str:
     return f"{where}.{child}" if where else child
 
 
-def boolean(raw: Mapping[str, Any], key: str, default: bool = False) -> bool:
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _checked(raw: Mapping[str, Any], key: str, ok: Callable[[Any], bool],
+             expected: str) -> Any:
+    """``raw[key]`` when it passes ``ok``, None when absent; else an error naming the field."""
     value = raw.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise InputError(f"got {describe(value)}", field=key, expected="true or false")
+    if value is not None and not ok(value):
+        raise InputError(f"got {describe(value)}", field=key, expected=expected)
     return value
 
 
-def uint(raw: Mapping[str, Any], key: str) -> int | None:
-    value = raw.get(key)
+def _listed(raw: Mapping[str, Any], key: str, ok: Callable[[Any], bool],
+            expected_item: str, expected: str) -> tuple[Any, ...] | None:
+    """A list whose items all pass ``ok``; None when absent."""
+    value = _checked(raw, key, lambda v: isinstance(v, list), expected)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"got {describe(value)}", field=key, expected="a non-negative integer")
-    if not 0 <= value <= _UINT_MAX:
+    for i, item in enumerate(value):
+        if not ok(item):
+            raise InputError(f"got {describe(item)}", field=f"{key}[{i}]",
+                             expected=expected_item)
+    return tuple(value)
+
+
+def _mapping(raw: Mapping[str, Any], key: str, expected: str) -> Mapping[str, Any] | None:
+    value: Mapping[str, Any] | None = _checked(raw, key, lambda v: isinstance(v, Mapping),
+                                               expected)
+    return value
+
+
+def boolean(raw: Mapping[str, Any], key: str, default: bool = False) -> bool:
+    value = _checked(raw, key, lambda v: isinstance(v, bool), "true or false")
+    return default if value is None else bool(value)
+
+
+def uint(raw: Mapping[str, Any], key: str) -> int | None:
+    value: int | None = _checked(raw, key, _is_int, "a non-negative integer")
+    if value is not None and not 0 <= value <= _UINT_MAX:
         raise InputError(f"{value} is not a non-negative 32-bit integer", field=key,
                          expected=f"an integer between 0 and {_UINT_MAX}")
     return value
 
 
 def integer(raw: Mapping[str, Any], key: str, default: int = 0) -> int:
-    value = raw.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"got {describe(value)}", field=key, expected="an integer")
-    return value
+    value: int | None = _checked(raw, key, _is_int, "an integer")
+    return default if value is None else value
 
 
 def string(raw: Mapping[str, Any], key: str, default: str = "") -> str:
-    value = raw.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise InputError(f"got {describe(value)}", field=key, expected="a string")
-    return value
+    value: str | None = _checked(raw, key, lambda v: isinstance(v, str), "a string")
+    return default if value is None else value
 
 
 def strings(raw: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
     """A list of strings; None when the field is absent (upstream distinguishes nil)."""
-    value = raw.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise InputError(f"got {describe(value)}", field=key, expected="a list of strings")
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            raise InputError(f"got {describe(item)}", field=f"{key}[{i}]", expected="a string")
-    return tuple(value)
+    return _listed(raw, key, lambda v: isinstance(v, str), "a string", "a list of strings")
+
+
+def choices(raw: Mapping[str, Any], key: str, allowed: Sequence[str], invalid: str,
+            expected: str) -> tuple[str, ...] | None:
+    """A list of strings, each one of ``allowed``; ``invalid`` words a bad one (``{!r}``)."""
+    values = strings(raw, key)
+    for i, value in enumerate(values or ()):
+        if value not in allowed:
+            raise InputError(invalid.format(value), field=f"{key}[{i}]", expected=expected)
+    return values
 
 
 def integers(raw: Mapping[str, Any], key: str) -> tuple[int, ...]:
-    value = raw.get(key)
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise InputError(f"got {describe(value)}", field=key, expected="a list of integers")
-    for i, item in enumerate(value):
-        if isinstance(item, bool) or not isinstance(item, int):
-            raise InputError(f"got {describe(item)}", field=f"{key}[{i}]", expected="an integer")
-    return tuple(value)
+    return _listed(raw, key, _is_int, "an integer", "a list of integers") or ()
 
 
 def duration(raw: Mapping[str, Any], key: str) -> float | None:
@@ -127,12 +149,9 @@ def duration(raw: Mapping[str, Any], key: str) -> float | None:
 
 def namespaces(raw: Mapping[str, Any], key: str = "namespaces") -> Namespaces:
     """``api.Namespaces``; at most one of include and exclude may be set."""
-    value = raw.get(key)
+    value = _mapping(raw, key, "a mapping with include or exclude")
     if value is None:
         return Namespaces()
-    if not isinstance(value, Mapping):
-        raise InputError(f"got {describe(value)}", field=key,
-                         expected="a mapping with include or exclude")
     reject_unknown(value, ("include", "exclude"), key)
     inc = _prefixed(key, lambda: strings(value, "include")) or ()
     exc = _prefixed(key, lambda: strings(value, "exclude")) or ()
@@ -140,6 +159,11 @@ def namespaces(raw: Mapping[str, Any], key: str = "namespaces") -> Namespaces:
         raise InputError("only one of Include/Exclude namespaces can be set", field=key,
                          expected="either namespaces.include or namespaces.exclude")
     return Namespaces(inc, exc)
+
+
+def scope(raw: Mapping[str, Any]) -> PodScope:
+    """``namespaces`` and ``labelSelector`` (the fields of :data:`SCOPE_FIELDS`)."""
+    return PodScope(namespaces(raw), label_selector(raw))
 
 
 def _prefixed(key: str, read: Callable[[], tuple[str, ...] | None]) -> tuple[str, ...] | None:
@@ -154,12 +178,9 @@ _SELECTOR_OPS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 def label_selector(raw: Mapping[str, Any], key: str = "labelSelector") -> LabelSelector | None:
     """A ``metav1.LabelSelector`` checked as ``LabelSelectorAsSelector`` checks it."""
-    value = raw.get(key)
+    value = _mapping(raw, key, "a label selector (matchLabels, matchExpressions)")
     if value is None:
         return None
-    if not isinstance(value, Mapping):
-        raise InputError(f"got {describe(value)}", field=key,
-                         expected="a label selector (matchLabels, matchExpressions)")
     reject_unknown(value, ("matchLabels", "matchExpressions"), key)
     try:
         sel = msgspec.convert(value, LabelSelector, strict=True)
@@ -185,12 +206,9 @@ def label_selector(raw: Mapping[str, Any], key: str = "labelSelector") -> LabelS
 
 def percentages(raw: Mapping[str, Any], key: str) -> dict[str, float] | None:
     """``api.ResourceThresholds``: resource name -> percentage (a number)."""
-    value = raw.get(key)
+    value = _mapping(raw, key, "a mapping of resource name to percentage, such as cpu: 20")
     if value is None:
         return None
-    if not isinstance(value, Mapping):
-        raise InputError(f"got {describe(value)}", field=key,
-                         expected="a mapping of resource name to percentage, such as cpu: 20")
     out: dict[str, float] = {}
     for name, pct in value.items():
         if isinstance(pct, bool) or not isinstance(pct, int | float):

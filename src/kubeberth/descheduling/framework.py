@@ -21,7 +21,7 @@ evictor only refuses to evict the same pod twice. The simulator calls ``run_pass
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -41,6 +41,7 @@ from kubeberth.api.quantity import to_milli
 from kubeberth.api.resources import PODS, node_allocatable, pod_requests
 from kubeberth.api.times import parse_time
 from kubeberth.config.manifests import Manifests
+from kubeberth.config.plugins import PluginRegistry
 from kubeberth.descheduling.policy import (
     DeschedulerPolicy,
     DeschedulerProfile,
@@ -52,11 +53,6 @@ from kubeberth.state.cluster import ClusterState
 # Upstream's SystemCriticalPriority: pods at or above it are system-critical.
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 _OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController", "Job")
-
-
-# ---- time ---------------------------------------------------------------------------------------
-
-
 
 
 # ---- pods as the descheduler reads them ---------------------------------------------------------
@@ -319,10 +315,11 @@ def _located_time(m: Manifests, kind: str, obj: Pod | Node, raw: str, where: str
         raise (doc.locate(err) if doc is not None else err) from None
 
 
-# ---- decisions ----------------------------------------------------------------------------------
+# ---- evictions ----------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
-class Decision:
-    """One eviction (or one refused eviction): the pod, its node, the plugin and why."""
+class Eviction:
+    """One eviction a plugin asked for (accepted, or refused and listed as skipped): the pod, its
+    node, the plugin and why."""
 
     pod: str
     node: str
@@ -360,8 +357,8 @@ class PodEvictor:
         self.node_count: dict[str, int] = {}
         self.namespace_count: dict[str, int] = {}
         self.total = 0
-        self.evictions: list[Decision] = []
-        self.skipped: list[Decision] = []
+        self.evictions: list[Eviction] = []
+        self.skipped: list[Eviction] = []
         self.evicted: set[str] = set()
 
     def evict(self, pod: PodView, plugin: str, reason: str, profile: str) -> EvictError | None:
@@ -388,7 +385,7 @@ class PodEvictor:
             if blocked is not None:
                 refusal = (EvictError.REFUSED, blocked)
         if refusal is not None:
-            self.skipped.append(Decision(pod.key, pod.node, plugin,
+            self.skipped.append(Eviction(pod.key, pod.node, plugin,
                                          f"{reason}; not evicted: {refusal[1]}", profile))
             return refusal[0]
         if pod.node:
@@ -396,13 +393,13 @@ class PodEvictor:
         self.namespace_count[pod.namespace] = self.namespace_count.get(pod.namespace, 0) + 1
         self.total += 1
         self.evicted.add(pod.key)
-        self.evictions.append(Decision(pod.key, pod.node, plugin, reason, profile))
+        self.evictions.append(Eviction(pod.key, pod.node, plugin, reason, profile))
         return None
 
     def refuse(self, pod: PodView, plugin: str, reason: str, why: str, profile: str) -> None:
         """Record a pod a plugin chose that the evictor's filters refused."""
         if pod.key not in self.evicted:
-            self.skipped.append(Decision(pod.key, pod.node, plugin,
+            self.skipped.append(Eviction(pod.key, pod.node, plugin,
                                          f"{reason}; not evicted: {why}", profile))
 
 
@@ -430,7 +427,7 @@ class PluginSpec:
     name: str
     points: tuple[str, ...]
     parse_args: Callable[[Mapping[str, Any]], Any]
-    new: Callable[[Any, Handle], Any]
+    new: Callable[[Any, DeschedulerHandle], Any]
 
 
 class Evictor:
@@ -443,18 +440,10 @@ class Evictor:
         self.pre_eviction_filters: list[FilterFunc] = []
 
     def filter(self, pod: PodView) -> str | None:
-        for f in self.filters:
-            why = f(pod)
-            if why is not None:
-                return why
-        return None
+        return _first_refusal(self.filters, pod)
 
     def pre_eviction_filter(self, pod: PodView) -> str | None:
-        for f in self.pre_eviction_filters:
-            why = f(pod)
-            if why is not None:
-                return why
-        return None
+        return _first_refusal(self.pre_eviction_filters, pod)
 
     def filter_both(self, pod: PodView) -> str | None:
         """Filter, then PreEvictionFilter (upstream wraps both into one filter)."""
@@ -483,12 +472,25 @@ class Evictor:
                 return True
         return False
 
+    def evict_in_order(self, chosen: Iterable[tuple[PodView, str]], plugin: str) -> bool:
+        """Evict ``(pod, reason)`` pairs chosen across nodes in order (oldest first, say): a
+        node's limit only skips its pod; True when the total limit ends the plugin."""
+        for pod, reason in chosen:
+            if self.evict_checked(pod, plugin, reason) is EvictError.TOTAL_LIMIT:
+                return True
+        return False
+
     def refuse(self, pod: PodView, plugin: str, reason: str, why: str) -> None:
         self.pod_evictor.refuse(pod, plugin, reason, why, self.profile)
 
 
+def _first_refusal(filters: list[FilterFunc], pod: PodView) -> str | None:
+    """Why the first refusing filter refuses ``pod``; None when all pass."""
+    return next((why for f in filters if (why := f(pod)) is not None), None)
+
+
 @dataclass(slots=True)
-class Handle:
+class DeschedulerHandle:
     """What the framework lends a plugin for one pass: the snapshot and the evictor."""
 
     snapshot: Snapshot
@@ -498,8 +500,8 @@ class Handle:
 # ---- the descheduler ----------------------------------------------------------------------------
 @dataclass(slots=True)
 class PassResult:
-    evictions: list[Decision] = field(default_factory=list)
-    skipped: list[Decision] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    skipped: list[Eviction] = field(default_factory=list)
     # Why the whole pass did nothing (fewer than two ready nodes), else None.
     cycle_skipped: str | None = None
     nodes: int = 0
@@ -526,7 +528,7 @@ class _ProfilePlan:
 class Descheduler:
     """A validated DeschedulerPolicy, ready to run passes over snapshots."""
 
-    def __init__(self, policy: DeschedulerPolicy, registry: Mapping[str, PluginSpec]) -> None:
+    def __init__(self, policy: DeschedulerPolicy, registry: PluginRegistry[PluginSpec]) -> None:
         self.policy = policy
         self.registry = registry
         self.node_requirements = parse_label_selector_string(policy.node_selector or "")
@@ -564,7 +566,7 @@ class Descheduler:
                         f"profile {profile.name!r} configures the {point} extension point of "
                         f"non-existing plugin {name!r}", field=where,
                         expected=("one of " + ", ".join(implementing)) if implementing
-                        else f"no plugins at {point} (no in-tree plugin implements it)")
+                        else f"no plugins at {point} (no registered plugin implements it)")
                 if name not in args:
                     raise InputError(f"unable to find {name!r} plugin config", field=where,
                                      expected=f"a pluginConfig entry named {name} in profile "
@@ -604,7 +606,7 @@ class Descheduler:
     def _instantiate(self, plan: _ProfilePlan, snapshot: Snapshot, pod_evictor: PodEvictor
                      ) -> tuple[list[DeschedulePlugin], list[BalancePlugin]]:
         evictor = Evictor(plan.name, pod_evictor)
-        handle = Handle(snapshot, evictor)
+        handle = DeschedulerHandle(snapshot, evictor)
         built: dict[str, Any] = {}
 
         def build(spec: PluginSpec, args: Any) -> Any:
@@ -619,12 +621,3 @@ class Descheduler:
         balancers: list[BalancePlugin] = [build(s, a) for s, a in plan.balance]
         return deschedulers, balancers
 
-
-def check_registry(specs: Sequence[PluginSpec]) -> dict[str, PluginSpec]:
-    """Name -> spec; a name registered twice is a bug in the caller."""
-    out: dict[str, PluginSpec] = {}
-    for spec in specs:
-        if spec.name in out:
-            raise ValueError(f"descheduler plugin {spec.name} registered twice")
-        out[spec.name] = spec
-    return out

@@ -11,7 +11,8 @@ running pods leave free, cordon, and inter-pod anti-affinity). Label and taint m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Generic, Protocol, TypeVar
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import (
@@ -25,8 +26,13 @@ from kubeberth.api.objects import (
 )
 from kubeberth.api.resources import CPU, MEMORY, PODS
 from kubeberth.api.selectors import compile_label_selector, compile_node_selector_term, tolerated
-from kubeberth.descheduling.args import Namespaces
-from kubeberth.descheduling.framework import SYSTEM_CRITICAL_PRIORITY, PodView, Snapshot
+from kubeberth.descheduling.args import PodScope
+from kubeberth.descheduling.framework import (
+    SYSTEM_CRITICAL_PRIORITY,
+    DeschedulerHandle,
+    PodView,
+    Snapshot,
+)
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 SOURCE_ANNOTATION = "kubernetes.io/config.source"
@@ -258,9 +264,42 @@ def label_filter(selector: LabelSelector | None) -> Callable[[PodView], bool]:
     return lambda p: matches(p.labels)
 
 
-def pod_scope(namespaces: Namespaces, selector: LabelSelector | None
-              ) -> Callable[[PodView], bool]:
+def pod_scope(scope: PodScope) -> Callable[[PodView], bool]:
     """A plugin's ``namespaces`` and ``labelSelector`` args together: the pods it considers."""
-    in_ns = namespace_filter(namespaces.include, namespaces.exclude)
-    in_labels = label_filter(selector)
+    in_ns = namespace_filter(scope.namespaces.include, scope.namespaces.exclude)
+    in_labels = label_filter(scope.label_selector)
     return lambda p: in_ns(p) and in_labels(p)
+
+
+class ScopedArgs(Protocol):
+    @property
+    def scope(self) -> PodScope: ...
+
+
+ArgsT = TypeVar("ArgsT", bound=ScopedArgs)
+
+
+class ScopedPlugin(Generic[ArgsT]):
+    """A plugin built from its args and the pass's handle that judges only the pods its
+    ``namespaces`` and ``labelSelector`` admit (``in_scope``)."""
+
+    def __init__(self, args: ArgsT, handle: DeschedulerHandle) -> None:
+        self.args = args
+        self.handle = handle
+        self.in_scope = pod_scope(args.scope)
+
+
+def in_states(pod: PodView, states: Collection[str], *, status_reason: bool,
+              init_containers: bool) -> bool:
+    """Upstream's ``states`` arg: the pod's phase (or its status reason, with
+    ``status_reason``) or a container's waiting reason is one of ``states``; empty admits all."""
+    if not states:
+        return True
+    status = pod.pod.status
+    if status.phase in states or (status_reason and status.reason in states):
+        return True
+    statuses = list(status.container_statuses)
+    if init_containers:
+        statuses += status.init_container_statuses
+    return any(s.state.waiting is not None and s.state.waiting.reason in states
+               for s in statuses)

@@ -39,7 +39,7 @@ from prometheus_client.core import Metric
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Namespace, Node, Pod, PodDisruptionBudget, PriorityClass
 from kubeberth.config.manifests import Manifests
-from kubeberth.descheduling.framework import Decision, PassResult, Snapshot
+from kubeberth.descheduling.framework import Eviction, PassResult, Snapshot
 from kubeberth.descheduling.policy import DeschedulerPolicy
 from kubeberth.descheduling.registry import build_descheduler
 from kubeberth.live.cache import ObjectCache, decode, document, key_of
@@ -273,7 +273,7 @@ class LiveDescheduler:
                  len(result.skipped))
         return outcomes
 
-    def apply(self, evictions: list[Decision]) -> list[Outcome]:
+    def apply(self, evictions: list[Eviction]) -> list[Outcome]:
         """Evict in the pass's order; each pod once, none retried."""
         done = []
         for d in evictions:
@@ -288,7 +288,7 @@ class LiveDescheduler:
                                      profile=d.profile, namespace=ns, node=d.node)
         return done
 
-    def _evict(self, d: Decision) -> Outcome:
+    def _evict(self, d: Eviction) -> Outcome:
         ns, _, name = d.pod.partition("/")
         if self.dry_run:
             log.info("dry-run: would evict %s from %s (%s: %s)", d.pod, d.node, d.plugin,

@@ -14,9 +14,9 @@ import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from kubeberth.descheduling.framework import Decision
+from kubeberth.descheduling.framework import Eviction
 from kubeberth.descheduling.policy import DEFAULT_EVICTOR, DeschedulerPolicy
-from kubeberth.descheduling.registry import Snapshot, build_descheduler
+from kubeberth.descheduling.registry import DeschedulerRegistry, Snapshot, build_descheduler
 from kubeberth.sim.engine import Simulation
 from kubeberth.sim.owners import OwnerRuntime
 from kubeberth.state.cluster import ClusterState
@@ -39,10 +39,12 @@ class PassLog:
 
 
 class SimDescheduler:
-    """A validated policy as the engine's ``descheduler`` callable."""
+    """A validated policy as the engine's ``descheduler`` callable; ``registry`` adds
+    out-of-tree plugins to the in-tree ones."""
 
-    def __init__(self, policy: DeschedulerPolicy) -> None:
-        self._descheduler = build_descheduler(policy)
+    def __init__(self, policy: DeschedulerPolicy,
+                 registry: DeschedulerRegistry | None = None) -> None:
+        self._descheduler = build_descheduler(policy, registry)
         self._owners: Callable[[], OwnerReplicas] = dict
         self.log = PassLog()
 
@@ -50,7 +52,7 @@ class SimDescheduler:
         """Read desired replicas from the run's owner controllers from now on."""
         self._owners = lambda: owner_replicas(sim.owners)
 
-    def __call__(self, state: ClusterState, now: float) -> list[Decision]:
+    def __call__(self, state: ClusterState, now: float) -> list[Eviction]:
         result = self._descheduler.run_pass(Snapshot.from_cluster(state, now, self._owners()))
         log = self.log
         log.passes += 1

@@ -28,7 +28,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector
 from kubeberth.descheduling import args as a
 from kubeberth.descheduling.framework import (
-    Handle,
+    DeschedulerHandle,
     PluginSpec,
     PodView,
 )
@@ -237,7 +237,7 @@ Constraint = Callable[[PodView], str | None]
 
 
 class DefaultEvictor:
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
         self.args = args
         self.handle = handle
         self.snapshot = handle.snapshot
@@ -389,8 +389,4 @@ def _show_seconds(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def new(args: Args, handle: Handle) -> DefaultEvictor:
-    return DefaultEvictor(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, DefaultEvictor)

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubeberth.api.objects import ContainerStatus, LabelSelector, Node
+from kubeberth.api.objects import ContainerStatus, Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import Handle, PluginSpec, PodView
-from kubeberth.descheduling.helpers import pod_scope
+from kubeberth.descheduling.framework import PluginSpec, PodView
+from kubeberth.descheduling.helpers import ScopedPlugin
 
 NAME = "RemoveFailedPods"
 POINTS = ("deschedule",)
@@ -26,8 +26,7 @@ DEFAULT_MIN_POD_LIFETIME_SECONDS = 3600
 @dataclass(frozen=True, slots=True)
 class Args:
     min_pod_lifetime_seconds: int | None = DEFAULT_MIN_POD_LIFETIME_SECONDS
-    namespaces: a.Namespaces = a.ALL_NAMESPACES
-    label_selector: LabelSelector | None = None
+    scope: a.PodScope = a.EVERY_POD
     exclude_owner_kinds: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
     exit_codes: tuple[int, ...] = ()
@@ -35,15 +34,14 @@ class Args:
 
 
 def parse_args(raw: Mapping[str, Any]) -> Args:
-    a.reject_unknown(raw, ("minPodLifetimeSeconds", "namespaces", "labelSelector",
+    a.reject_unknown(raw, ("minPodLifetimeSeconds", *a.SCOPE_FIELDS,
                            "excludeOwnerKinds", "reasons", "exitCodes",
                            "includingInitContainers"))
     lifetime = a.uint(raw, "minPodLifetimeSeconds")
     return Args(
         min_pod_lifetime_seconds=DEFAULT_MIN_POD_LIFETIME_SECONDS if lifetime is None
         else lifetime,
-        namespaces=a.namespaces(raw), label_selector=a.label_selector(raw),
-        exclude_owner_kinds=a.strings(raw, "excludeOwnerKinds") or (),
+        scope=a.scope(raw), exclude_owner_kinds=a.strings(raw, "excludeOwnerKinds") or (),
         reasons=a.strings(raw, "reasons") or (), exit_codes=a.integers(raw, "exitCodes"),
         including_init_containers=a.boolean(raw, "includingInitContainers"))
 
@@ -68,12 +66,7 @@ def _failure(pod: PodView) -> str:
     return f"pod failed ({why})" if why else "pod failed"
 
 
-class RemoveFailedPods:
-    def __init__(self, args: Args, handle: Handle) -> None:
-        self.args = args
-        self.handle = handle
-        self.in_scope = pod_scope(args.namespaces, args.label_selector)
-
+class RemoveFailedPods(ScopedPlugin[Args]):
     def _matches(self, pod: PodView) -> bool:
         """Upstream ``validateCanEvict`` for a failed pod."""
         args = self.args
@@ -108,8 +101,4 @@ class RemoveFailedPods:
                 return
 
 
-def new(args: Args, handle: Handle) -> RemoveFailedPods:
-    return RemoveFailedPods(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, RemoveFailedPods)

@@ -14,27 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import Handle, PluginSpec, PodView
-from kubeberth.descheduling.plugins.low_node_utilization import (
-    evictable_namespaces,
-    validate_thresholds,
-)
-from kubeberth.descheduling.plugins.node_utilization import (
-    MAX_PERCENTAGE,
-    EvictionRun,
-    NodeInfo,
-    all_available,
-    below,
-    cap_to_threshold,
-    node_usage,
-    percentages,
-    resource_names,
-    show_percent,
-    usage_weight,
-)
+from kubeberth.descheduling.framework import DeschedulerHandle, PluginSpec, PodView
+from kubeberth.descheduling.plugins import node_utilization as nu
 
 NAME = "HighNodeUtilization"
 POINTS = ("balance",)
@@ -52,28 +35,19 @@ class Args:
 def parse_args(raw: Mapping[str, Any]) -> Args:
     a.reject_unknown(raw, ("thresholds", "numberOfNodes", "evictableNamespaces",
                            "metricsUtilization", "evictionModes"))
-    if raw.get("metricsUtilization"):
-        raise InputError("usage from metrics is not modelled by kubeberth",
-                         field="metricsUtilization",
-                         expected="no metricsUtilization (utilization is computed from requests)")
-    modes = a.strings(raw, "evictionModes") or ()
-    for i, mode in enumerate(modes):
-        if mode != ONLY_THRESHOLDING_RESOURCES:
-            raise InputError(f"invalid eviction mode {mode!r}", field=f"evictionModes[{i}]",
-                             expected=ONLY_THRESHOLDING_RESOURCES)
-    return Args(thresholds=validate_thresholds(a.percentages(raw, "thresholds"), "thresholds"),
+    nu.reject_metrics_utilization(raw)
+    modes = a.choices(raw, "evictionModes", (ONLY_THRESHOLDING_RESOURCES,),
+                      "invalid eviction mode {!r}", ONLY_THRESHOLDING_RESOURCES)
+    return Args(thresholds=nu.validate_thresholds(a.percentages(raw, "thresholds"), "thresholds"),
                 number_of_nodes=a.integer(raw, "numberOfNodes"),
-                excluded_namespaces=evictable_namespaces(raw),
+                excluded_namespaces=nu.evictable_namespaces(raw),
                 only_thresholding_resources=bool(modes))
 
 
-class HighNodeUtilization:
-    def __init__(self, args: Args, handle: Handle) -> None:
-        self.args = args
-        self.handle = handle
-        self.threshold_names = list(args.thresholds)
-        self.names = resource_names(args.thresholds)
-        self.high = {name: MAX_PERCENTAGE for name in args.thresholds}
+class HighNodeUtilization(nu.UtilizationPlugin[Args]):
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
+        super().__init__(args, handle)
+        self.high = {name: nu.MAX_PERCENTAGE for name in args.thresholds}
 
     def _requests_thresholded(self, pod: PodView) -> bool:
         spec = pod.pod.spec
@@ -82,41 +56,37 @@ class HighNodeUtilization:
 
     def balance(self, nodes: list[Node]) -> None:
         snapshot, evictor = self.handle.snapshot, self.handle.evictor
-        low: list[NodeInfo] = []
-        schedulable: list[NodeInfo] = []
+        low: list[nu.NodeInfo] = []
+        schedulable: list[nu.NodeInfo] = []
         for n in nodes:
             name = n.metadata.name
             capacity = snapshot.allocatable(n)
-            usage = node_usage(snapshot, n, self.names)
-            pct = percentages(usage, capacity)
-            info = NodeInfo(n, usage, snapshot.pods_on_node(name),
-                            cap_to_threshold(capacity, self.high, self.names), pct)
-            if below(pct, self.args.thresholds):
+            usage = nu.node_usage(snapshot, n, self.names)
+            pct = nu.percentages(usage, capacity)
+            info = nu.NodeInfo(n, usage, snapshot.pods_on_node(name),
+                               nu.cap_to_threshold(capacity, self.high, self.names), pct)
+            if nu.below(pct, self.args.thresholds):
                 low.append(info)
             elif not n.spec.unschedulable:
                 schedulable.append(info)
         if not low or len(low) <= self.args.number_of_nodes or len(low) == len(nodes) \
                 or not schedulable:
             return
-        low.sort(key=usage_weight)
+        low.sort(key=nu.usage_weight)
 
         def removable(p: PodView) -> bool:
             if evictor.filter(p) is not None:
                 return False
             return not self.args.only_thresholding_resources or self._requests_thresholded(p)
 
-        def reason(node: NodeInfo) -> str:
+        def reason(node: nu.NodeInfo) -> str:
             return (f"node {node.name} is underutilized "
-                    f"({show_percent(node.percent, self.threshold_names)}); its pods can pack "
+                    f"({nu.show_percent(node.percent, self.threshold_names)}); its pods can pack "
                     f"onto {len(schedulable)} other node(s)")
 
-        EvictionRun(NAME, evictor, self.names, removable,
-                    frozenset(self.args.excluded_namespaces), all_available, None,
-                    reason).run(low, schedulable)
+        nu.EvictionRun(NAME, evictor, self.names, removable,
+                       frozenset(self.args.excluded_namespaces), nu.all_available, None,
+                       reason).run(low, schedulable)
 
 
-def new(args: Args, handle: Handle) -> HighNodeUtilization:
-    return HighNodeUtilization(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, HighNodeUtilization)

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubeberth.api.objects import LabelSelector, Node
+from kubeberth.api.objects import Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import EvictError, Handle, PluginSpec, PodView
+from kubeberth.descheduling.framework import EvictError, PluginSpec, PodView
 from kubeberth.descheduling.helpers import (
+    ScopedPlugin,
     anti_affinity_violated,
-    pod_scope,
     sort_by_priority_low_to_high,
 )
 
@@ -27,21 +27,15 @@ POINTS = ("deschedule",)
 
 @dataclass(frozen=True, slots=True)
 class Args:
-    namespaces: a.Namespaces = a.ALL_NAMESPACES
-    label_selector: LabelSelector | None = None
+    scope: a.PodScope = a.EVERY_POD
 
 
 def parse_args(raw: Mapping[str, Any]) -> Args:
-    a.reject_unknown(raw, ("namespaces", "labelSelector"))
-    return Args(namespaces=a.namespaces(raw), label_selector=a.label_selector(raw))
+    a.reject_unknown(raw, a.SCOPE_FIELDS)
+    return Args(a.scope(raw))
 
 
-class RemovePodsViolatingInterPodAntiAffinity:
-    def __init__(self, args: Args, handle: Handle) -> None:
-        self.args = args
-        self.handle = handle
-        self.in_scope = pod_scope(args.namespaces, args.label_selector)
-
+class RemovePodsViolatingInterPodAntiAffinity(ScopedPlugin[Args]):
     def deschedule(self, nodes: list[Node]) -> None:
         snapshot, evictor = self.handle.snapshot, self.handle.evictor
         node_map = {n.metadata.name: n for n in nodes}
@@ -72,8 +66,4 @@ class RemovePodsViolatingInterPodAntiAffinity:
                     return
 
 
-def new(args: Args, handle: Handle) -> RemovePodsViolatingInterPodAntiAffinity:
-    return RemovePodsViolatingInterPodAntiAffinity(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, RemovePodsViolatingInterPodAntiAffinity)

@@ -23,24 +23,25 @@ from typing import Any
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import Handle, PluginSpec
+from kubeberth.descheduling.framework import PluginSpec
 from kubeberth.descheduling.plugins.node_utilization import (
-    MAX_PERCENTAGE,
-    MIN_PERCENTAGE,
     EvictionRun,
     NodeInfo,
     Percentages,
     Usage,
+    UtilizationPlugin,
     above,
     average,
     below,
     cap_to_threshold,
     deviate,
+    evictable_namespaces,
     node_usage,
     percentages,
-    resource_names,
+    reject_metrics_utilization,
     show_percent,
     usage_weight,
+    validate_thresholds,
 )
 
 NAME = "LowNodeUtilization"
@@ -57,35 +58,11 @@ class Args:
     node_eviction_limit: int | None = None
 
 
-def validate_thresholds(thresholds: Mapping[str, float] | None, field: str) -> dict[str, float]:
-    """Upstream ``validateThresholds``: at least one resource, each within 0..100."""
-    if not thresholds:
-        raise InputError("no resource threshold is configured", field=field,
-                         expected="percentages per resource, such as {cpu: 20, memory: 20}")
-    for name, pct in thresholds.items():
-        if not MIN_PERCENTAGE <= pct <= MAX_PERCENTAGE:
-            raise InputError(f"{name} threshold not in [0, 100] range", field=f"{field}.{name}",
-                             expected="a percentage between 0 and 100")
-    return dict(thresholds)
-
-
-def evictable_namespaces(raw: Mapping[str, Any]) -> tuple[str, ...]:
-    ns = a.namespaces(raw, "evictableNamespaces")
-    if ns.include:
-        raise InputError("only Exclude namespaces can be set, inclusion is not supported",
-                         field="evictableNamespaces.include",
-                         expected="evictableNamespaces.exclude only")
-    return ns.exclude
-
-
 def parse_args(raw: Mapping[str, Any]) -> Args:
     a.reject_unknown(raw, ("thresholds", "targetThresholds", "useDeviationThresholds",
                            "numberOfNodes", "evictableNamespaces", "metricsUtilization",
                            "evictionLimits"))
-    if raw.get("metricsUtilization"):
-        raise InputError("usage from metrics is not modelled by kubeberth",
-                         field="metricsUtilization",
-                         expected="no metricsUtilization (utilization is computed from requests)")
+    reject_metrics_utilization(raw)
     deviation = a.boolean(raw, "useDeviationThresholds")
     low = validate_thresholds(a.percentages(raw, "thresholds"), "thresholds")
     high = validate_thresholds(a.percentages(raw, "targetThresholds"), "targetThresholds")
@@ -116,13 +93,7 @@ def parse_args(raw: Mapping[str, Any]) -> Args:
                 node_eviction_limit=node_limit)
 
 
-class LowNodeUtilization:
-    def __init__(self, args: Args, handle: Handle) -> None:
-        self.args = args
-        self.handle = handle
-        self.threshold_names = list(args.thresholds)
-        self.names = resource_names(args.thresholds)
-
+class LowNodeUtilization(UtilizationPlugin[Args]):
     def balance(self, nodes: list[Node]) -> None:
         snapshot, evictor = self.handle.snapshot, self.handle.evictor
         args = self.args
@@ -167,8 +138,4 @@ class LowNodeUtilization:
                     reason).run(high, low)
 
 
-def new(args: Args, handle: Handle) -> LowNodeUtilization:
-    return LowNodeUtilization(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, LowNodeUtilization)

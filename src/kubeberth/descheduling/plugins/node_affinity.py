@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeberth.api.errors import InputError
-from kubeberth.api.objects import LabelSelector, Node
+from kubeberth.api.objects import Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import Handle, PluginSpec, PodView
+from kubeberth.descheduling.framework import PluginSpec, PodView
 from kubeberth.descheduling.helpers import (
+    ScopedPlugin,
     matches_node_selector,
     pod_fits_any_node,
-    pod_scope,
     preferred_weight,
     required_terms,
 )
@@ -34,30 +34,20 @@ PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 @dataclass(frozen=True, slots=True)
 class Args:
     node_affinity_type: tuple[str, ...]
-    namespaces: a.Namespaces = a.ALL_NAMESPACES
-    label_selector: LabelSelector | None = None
+    scope: a.PodScope = a.EVERY_POD
 
 
 def parse_args(raw: Mapping[str, Any]) -> Args:
-    a.reject_unknown(raw, ("nodeAffinityType", "namespaces", "labelSelector"))
-    types = a.strings(raw, "nodeAffinityType") or ()
+    a.reject_unknown(raw, ("nodeAffinityType", *a.SCOPE_FIELDS))
+    types = a.choices(raw, "nodeAffinityType", (REQUIRED, PREFERRED),
+                      "invalid nodeAffinityType {!r}", f"{REQUIRED} or {PREFERRED}")
     if not types:
         raise InputError("nodeAffinityType needs to be set", field="nodeAffinityType",
                          expected=f"a list with {REQUIRED} and/or {PREFERRED}")
-    for i, t in enumerate(types):
-        if t not in (REQUIRED, PREFERRED):
-            raise InputError(f"invalid nodeAffinityType {t!r}", field=f"nodeAffinityType[{i}]",
-                             expected=f"{REQUIRED} or {PREFERRED}")
-    return Args(node_affinity_type=types, namespaces=a.namespaces(raw),
-                label_selector=a.label_selector(raw))
+    return Args(node_affinity_type=types, scope=a.scope(raw))
 
 
-class RemovePodsViolatingNodeAffinity:
-    def __init__(self, args: Args, handle: Handle) -> None:
-        self.args = args
-        self.handle = handle
-        self.in_scope = pod_scope(args.namespaces, args.label_selector)
-
+class RemovePodsViolatingNodeAffinity(ScopedPlugin[Args]):
     def deschedule(self, nodes: list[Node]) -> None:
         snapshot = self.handle.snapshot
         for kind in self.args.node_affinity_type:
@@ -98,8 +88,4 @@ class RemovePodsViolatingNodeAffinity:
         return False
 
 
-def new(args: Args, handle: Handle) -> RemovePodsViolatingNodeAffinity:
-    return RemovePodsViolatingNodeAffinity(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, RemovePodsViolatingNodeAffinity)

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeberth.api.errors import InputError
-from kubeberth.api.objects import LabelSelector, Node, Taint
+from kubeberth.api.objects import Node, Taint
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import Handle, PluginSpec, PodView
+from kubeberth.descheduling.framework import DeschedulerHandle, PluginSpec, PodView
 from kubeberth.descheduling.helpers import (
-    pod_scope,
+    ScopedPlugin,
     show_taint,
     untolerated_taint,
 )
@@ -31,8 +31,7 @@ POINTS = ("deschedule",)
 
 @dataclass(frozen=True, slots=True)
 class Args:
-    namespaces: a.Namespaces = a.ALL_NAMESPACES
-    label_selector: LabelSelector | None = None
+    scope: a.PodScope = a.EVERY_POD
     include_prefer_no_schedule: bool = False
     excluded_taints: tuple[str, ...] = ()
     # None: every taint is considered; a (possibly empty) tuple: only the taints it names.
@@ -40,7 +39,7 @@ class Args:
 
 
 def parse_args(raw: Mapping[str, Any]) -> Args:
-    a.reject_unknown(raw, ("namespaces", "labelSelector", "includePreferNoSchedule",
+    a.reject_unknown(raw, (*a.SCOPE_FIELDS, "includePreferNoSchedule",
                            "excludedTaints", "includedTaints"))
     excluded = a.strings(raw, "excludedTaints") or ()
     included = a.strings(raw, "includedTaints")
@@ -48,16 +47,14 @@ def parse_args(raw: Mapping[str, Any]) -> Args:
         raise InputError("either includedTaints or excludedTaints can be set, but not both",
                          field="includedTaints", expected="only one of includedTaints and "
                          "excludedTaints")
-    return Args(namespaces=a.namespaces(raw), label_selector=a.label_selector(raw),
+    return Args(scope=a.scope(raw),
                 include_prefer_no_schedule=a.boolean(raw, "includePreferNoSchedule"),
                 excluded_taints=excluded, included_taints=included)
 
 
-class RemovePodsViolatingNodeTaints:
-    def __init__(self, args: Args, handle: Handle) -> None:
-        self.args = args
-        self.handle = handle
-        self.in_scope = pod_scope(args.namespaces, args.label_selector)
+class RemovePodsViolatingNodeTaints(ScopedPlugin[Args]):
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
+        super().__init__(args, handle)
         effects = {"NoSchedule", "PreferNoSchedule"} if args.include_prefer_no_schedule \
             else {"NoSchedule"}
         excluded = frozenset(args.excluded_taints)
@@ -89,8 +86,4 @@ class RemovePodsViolatingNodeTaints:
                 yield pod, f"pod does not tolerate taint {show_taint(taint)} of node {name}"
 
 
-def new(args: Args, handle: Handle) -> RemovePodsViolatingNodeTaints:
-    return RemovePodsViolatingNodeTaints(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, RemovePodsViolatingNodeTaints)

@@ -20,11 +20,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
+from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Node
 from kubeberth.api.resources import CPU, MEMORY, PODS
 from kubeberth.api.selectors import tolerated
-from kubeberth.descheduling.framework import EvictError, Evictor, PodView, Snapshot
+from kubeberth.descheduling import args as a
+from kubeberth.descheduling.framework import (
+    DeschedulerHandle,
+    EvictError,
+    Evictor,
+    PodView,
+    Snapshot,
+)
 from kubeberth.descheduling.helpers import sort_by_priority_low_to_high
 
 MIN_PERCENTAGE = 0.0
@@ -55,6 +64,53 @@ def resource_names(thresholds: Mapping[str, float]) -> list[str]:
         if name not in names:
             names.append(name)
     return names
+
+
+class ThresholdArgs(Protocol):
+    @property
+    def thresholds(self) -> dict[str, float]: ...
+
+
+ThresholdArgsT = TypeVar("ThresholdArgsT", bound=ThresholdArgs)
+
+
+class UtilizationPlugin(Generic[ThresholdArgsT]):
+    """Args, handle and the resources measured (the thresholded ones, plus cpu, memory, pods)."""
+
+    def __init__(self, args: ThresholdArgsT, handle: DeschedulerHandle) -> None:
+        self.args = args
+        self.handle = handle
+        self.threshold_names = list(args.thresholds)
+        self.names = resource_names(args.thresholds)
+
+
+# ---- args both plugins read ---------------------------------------------------------------------
+def reject_metrics_utilization(raw: Mapping[str, Any]) -> None:
+    if raw.get("metricsUtilization"):
+        raise InputError("usage from metrics is not modelled by kubeberth",
+                         field="metricsUtilization",
+                         expected="no metricsUtilization (utilization is computed from requests)")
+
+
+def validate_thresholds(thresholds: Mapping[str, float] | None, field: str) -> dict[str, float]:
+    """Upstream ``validateThresholds``: at least one resource, each within 0..100."""
+    if not thresholds:
+        raise InputError("no resource threshold is configured", field=field,
+                         expected="percentages per resource, such as {cpu: 20, memory: 20}")
+    for name, pct in thresholds.items():
+        if not MIN_PERCENTAGE <= pct <= MAX_PERCENTAGE:
+            raise InputError(f"{name} threshold not in [0, 100] range", field=f"{field}.{name}",
+                             expected="a percentage between 0 and 100")
+    return dict(thresholds)
+
+
+def evictable_namespaces(raw: Mapping[str, Any]) -> tuple[str, ...]:
+    ns = a.namespaces(raw, "evictableNamespaces")
+    if ns.include:
+        raise InputError("only Exclude namespaces can be set, inclusion is not supported",
+                         field="evictableNamespaces.include",
+                         expected="evictableNamespaces.exclude only")
+    return ns.exclude
 
 
 def node_usage(snapshot: Snapshot, node: Node, names: Sequence[str]) -> Usage:

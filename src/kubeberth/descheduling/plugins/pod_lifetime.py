@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeberth.api.errors import InputError
-from kubeberth.api.objects import LabelSelector, Node
+from kubeberth.api.objects import Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import EvictError, Handle, PluginSpec, PodView
-from kubeberth.descheduling.helpers import pod_scope
+from kubeberth.descheduling.framework import PluginSpec, PodView
+from kubeberth.descheduling.helpers import ScopedPlugin, in_states
 
 NAME = "PodLifeTime"
 POINTS = ("deschedule",)
@@ -33,49 +33,30 @@ ALLOWED_STATES = (
 @dataclass(frozen=True, slots=True)
 class Args:
     max_pod_lifetime_seconds: int
-    namespaces: a.Namespaces = a.ALL_NAMESPACES
-    label_selector: LabelSelector | None = None
+    scope: a.PodScope = a.EVERY_POD
     states: tuple[str, ...] = ()
     including_init_containers: bool = False
     including_ephemeral_containers: bool = False
 
 
 def parse_args(raw: Mapping[str, Any]) -> Args:
-    a.reject_unknown(raw, ("maxPodLifeTimeSeconds", "namespaces", "labelSelector", "states",
+    a.reject_unknown(raw, ("maxPodLifeTimeSeconds", *a.SCOPE_FIELDS, "states",
                            "includingInitContainers", "includingEphemeralContainers"))
     limit = a.uint(raw, "maxPodLifeTimeSeconds")
     if limit is None:
         raise InputError("MaxPodLifeTimeSeconds not set", field="maxPodLifeTimeSeconds",
                          expected="a number of seconds")
-    states = a.strings(raw, "states") or ()
-    for i, state in enumerate(states):
-        if state not in ALLOWED_STATES:
-            raise InputError(f"state {state!r} is not supported", field=f"states[{i}]",
-                             expected="one of " + ", ".join(ALLOWED_STATES))
-    return Args(max_pod_lifetime_seconds=limit, namespaces=a.namespaces(raw),
-                label_selector=a.label_selector(raw), states=states,
+    states = a.choices(raw, "states", ALLOWED_STATES, "state {!r} is not supported",
+                       "one of " + ", ".join(ALLOWED_STATES)) or ()
+    return Args(max_pod_lifetime_seconds=limit, scope=a.scope(raw), states=states,
                 including_init_containers=a.boolean(raw, "includingInitContainers"),
                 including_ephemeral_containers=a.boolean(raw, "includingEphemeralContainers"))
 
 
-class PodLifeTime:
-    def __init__(self, args: Args, handle: Handle) -> None:
-        self.args = args
-        self.handle = handle
-        self.in_scope = pod_scope(args.namespaces, args.label_selector)
-
+class PodLifeTime(ScopedPlugin[Args]):
     def _in_state(self, pod: PodView) -> bool:
-        states = self.args.states
-        if not states:
-            return True
-        status = pod.pod.status
-        if status.phase in states or status.reason in states:
-            return True
-        statuses = list(status.container_statuses)
-        if self.args.including_init_containers:
-            statuses += status.init_container_statuses
-        return any(s.state.waiting is not None and s.state.waiting.reason in states
-                   for s in statuses)
+        return in_states(pod, self.args.states, status_reason=True,
+                         init_containers=self.args.including_init_containers)
 
     def deschedule(self, nodes: list[Node]) -> None:
         snapshot, evictor = self.handle.snapshot, self.handle.evictor
@@ -87,15 +68,8 @@ class PodLifeTime:
                 if self.in_scope(pod) and age > limit and self._in_state(pod):
                     old.append((pod, age))
         old.sort(key=lambda item: item[0].created)
-        for pod, age in old:
-            reason = f"pod is {age}s old, more than maxPodLifeTimeSeconds ({limit})"
-            err = evictor.evict_checked(pod, NAME, reason)
-            if err is EvictError.TOTAL_LIMIT:
-                return
+        evictor.evict_in_order(((pod, f"pod is {age}s old, more than maxPodLifeTimeSeconds "
+                                 f"({limit})") for pod, age in old), NAME)
 
 
-def new(args: Args, handle: Handle) -> PodLifeTime:
-    return PodLifeTime(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, PodLifeTime)

@@ -20,7 +20,7 @@ import msgspec
 
 from kubeberth.api.objects import Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import EvictError, Handle, PluginSpec, PodView
+from kubeberth.descheduling.framework import DeschedulerHandle, EvictError, PluginSpec, PodView
 from kubeberth.descheduling.helpers import (
     matches_node_selector,
     namespace_filter,
@@ -48,7 +48,7 @@ def parse_args(raw: Mapping[str, Any]) -> Args:
 
 
 class RemoveDuplicates:
-    def __init__(self, args: Args, handle: Handle) -> None:
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
         self.args = args
         self.handle = handle
         self.in_namespaces = namespace_filter(args.namespaces.include, args.namespaces.exclude)
@@ -126,8 +126,4 @@ class RemoveDuplicates:
         return targets
 
 
-def new(args: Args, handle: Handle) -> RemoveDuplicates:
-    return RemoveDuplicates(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, RemoveDuplicates)

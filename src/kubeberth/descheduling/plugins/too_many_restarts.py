@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeberth.api.errors import InputError
-from kubeberth.api.objects import LabelSelector, Node
+from kubeberth.api.objects import Node
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import Handle, PluginSpec, PodView
-from kubeberth.descheduling.helpers import pod_scope
+from kubeberth.descheduling.framework import PluginSpec, PodView
+from kubeberth.descheduling.helpers import ScopedPlugin, in_states
 
 NAME = "RemovePodsHavingTooManyRestarts"
 POINTS = ("deschedule",)
@@ -27,27 +27,22 @@ ALLOWED_STATES = ("Running", "CrashLoopBackOff")
 class Args:
     pod_restart_threshold: int
     including_init_containers: bool = False
-    namespaces: a.Namespaces = a.ALL_NAMESPACES
-    label_selector: LabelSelector | None = None
+    scope: a.PodScope = a.EVERY_POD
     states: tuple[str, ...] = ()
 
 
 def parse_args(raw: Mapping[str, Any]) -> Args:
-    a.reject_unknown(raw, ("podRestartThreshold", "includingInitContainers", "namespaces",
-                           "labelSelector", "states"))
+    a.reject_unknown(raw, ("podRestartThreshold", "includingInitContainers", *a.SCOPE_FIELDS,
+                           "states"))
     threshold = a.integer(raw, "podRestartThreshold")
     if threshold < 1:
         raise InputError("invalid PodsHavingTooManyRestarts threshold",
                          field="podRestartThreshold", expected="an integer of at least 1")
-    states = a.strings(raw, "states") or ()
-    for i, state in enumerate(states):
-        if state not in ALLOWED_STATES:
-            raise InputError(f"state {state!r} is not supported", field=f"states[{i}]",
-                             expected=" or ".join(ALLOWED_STATES))
+    states = a.choices(raw, "states", ALLOWED_STATES, "state {!r} is not supported",
+                       " or ".join(ALLOWED_STATES)) or ()
     return Args(pod_restart_threshold=threshold,
                 including_init_containers=a.boolean(raw, "includingInitContainers"),
-                namespaces=a.namespaces(raw), label_selector=a.label_selector(raw),
-                states=states)
+                scope=a.scope(raw), states=states)
 
 
 def restarts(pod: PodView, including_init: bool) -> int:
@@ -58,21 +53,11 @@ def restarts(pod: PodView, including_init: bool) -> int:
     return total
 
 
-class RemovePodsHavingTooManyRestarts:
-    def __init__(self, args: Args, handle: Handle) -> None:
-        self.args = args
-        self.handle = handle
-        self.in_scope = pod_scope(args.namespaces, args.label_selector)
-
+class RemovePodsHavingTooManyRestarts(ScopedPlugin[Args]):
     def _in_state(self, pod: PodView) -> bool:
-        states = self.args.states
-        if not states:
-            return True
-        status = pod.pod.status
-        if status.phase in states:
-            return True
-        return any(s.state.waiting is not None and s.state.waiting.reason in states
-                   for s in status.container_statuses)
+        """Init containers' waiting reasons never count here, even with
+        ``includingInitContainers`` (which only adds their restarts)."""
+        return in_states(pod, self.args.states, status_reason=False, init_containers=False)
 
     def deschedule(self, nodes: list[Node]) -> None:
         snapshot, evictor = self.handle.snapshot, self.handle.evictor
@@ -89,8 +74,4 @@ class RemovePodsHavingTooManyRestarts:
                 return
 
 
-def new(args: Args, handle: Handle) -> RemovePodsHavingTooManyRestarts:
-    return RemovePodsHavingTooManyRestarts(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, RemovePodsHavingTooManyRestarts)

@@ -22,16 +22,15 @@ from typing import Any
 
 import msgspec
 
-from kubeberth.api.errors import InputError
-from kubeberth.api.objects import LabelSelector, Node, TopologySpreadConstraint
+from kubeberth.api.objects import Node, TopologySpreadConstraint
 from kubeberth.descheduling import args as a
-from kubeberth.descheduling.framework import EvictError, Handle, PluginSpec, PodView
+from kubeberth.descheduling.framework import DeschedulerHandle, EvictError, PluginSpec, PodView
 from kubeberth.descheduling.helpers import (
+    ScopedPlugin,
     matches_node_selector,
     no_schedule_or_execute,
     node_fit,
     pod_fits_any_other_node,
-    pod_scope,
     required_terms,
     term_selector,
     tolerates_taints,
@@ -45,22 +44,17 @@ SCHEDULE_ANYWAY = "ScheduleAnyway"
 
 @dataclass(frozen=True, slots=True)
 class Args:
-    namespaces: a.Namespaces = a.ALL_NAMESPACES
-    label_selector: LabelSelector | None = None
+    scope: a.PodScope = a.EVERY_POD
     constraints: tuple[str, ...] = (DO_NOT_SCHEDULE,)
     topology_balance_node_fit: bool = True
 
 
 def parse_args(raw: Mapping[str, Any]) -> Args:
-    a.reject_unknown(raw, ("namespaces", "labelSelector", "constraints",
-                           "topologyBalanceNodeFit"))
-    constraints = a.strings(raw, "constraints") or (DO_NOT_SCHEDULE,)
-    for i, c in enumerate(constraints):
-        if c not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
-            raise InputError(f"constraint {c!r} is not supported", field=f"constraints[{i}]",
-                             expected=f"{DO_NOT_SCHEDULE} or {SCHEDULE_ANYWAY}")
-    return Args(namespaces=a.namespaces(raw), label_selector=a.label_selector(raw),
-                constraints=constraints,
+    a.reject_unknown(raw, (*a.SCOPE_FIELDS, "constraints", "topologyBalanceNodeFit"))
+    constraints = a.choices(raw, "constraints", (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY),
+                            "constraint {!r} is not supported",
+                            f"{DO_NOT_SCHEDULE} or {SCHEDULE_ANYWAY}") or (DO_NOT_SCHEDULE,)
+    return Args(scope=a.scope(raw), constraints=constraints,
                 topology_balance_node_fit=a.boolean(raw, "topologyBalanceNodeFit", True))
 
 
@@ -115,12 +109,10 @@ class Domain:
     pods: list[PodView]
 
 
-class RemovePodsViolatingTopologySpreadConstraint:
-    def __init__(self, args: Args, handle: Handle) -> None:
-        self.args = args
-        self.handle = handle
-        in_scope = pod_scope(args.namespaces, args.label_selector)
-        evictor = handle.evictor
+class RemovePodsViolatingTopologySpreadConstraint(ScopedPlugin[Args]):
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
+        super().__init__(args, handle)
+        in_scope, evictor = self.in_scope, handle.evictor
         self.pod_filter: Callable[[PodView], bool] = \
             lambda p: in_scope(p) and evictor.filter(p) is None
 
@@ -281,8 +273,4 @@ def _pod_order(pod: PodView, evictable: bool) -> tuple[bool, bool, bool, int]:
     return (evictable, not selective, pod.priority is not None, pod.priority or 0)
 
 
-def new(args: Args, handle: Handle) -> RemovePodsViolatingTopologySpreadConstraint:
-    return RemovePodsViolatingTopologySpreadConstraint(args, handle)
-
-
-SPEC = PluginSpec(NAME, POINTS, parse_args, new)
+SPEC = PluginSpec(NAME, POINTS, parse_args, RemovePodsViolatingTopologySpreadConstraint)
