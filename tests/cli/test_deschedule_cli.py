@@ -233,8 +233,10 @@ def test_out_of_tree_strategy_through_its_entry_point(tmp_path: Path,
 
 
 @pytest.mark.parametrize(("target", "needles"), [
-    ("no_such_module:SPEC", ["field --plugin", "cannot import out-of-tree descheduler plugin "
-                             "module 'no_such_module'", "module path such as"]),
+    ("no_such_module:SPEC", ["field --plugin", "cannot import out-of-tree plugin module "
+                             "'no_such_module'", "module path such as"]),
+    (":SPEC", ["field --plugin", "cannot import out-of-tree plugin module ''"]),
+    (".relative:SPEC", ["field --plugin", "cannot import out-of-tree plugin module '.relative'"]),
     ("nodepoolmaxage:NOPE", ["field --plugin", "no attribute 'NOPE'", "module:attr"]),
     ("nodepoolmaxage:parse_args", ["'nodepoolmaxage:parse_args' is not a descheduler plugin",
                                    "module:attr naming a kubeberth.descheduling.framework."

@@ -1,5 +1,5 @@
-"""What every ``kubeberth`` command shares: how bad input is printed, the output formats and
-the scheduling plugin registry.
+"""What every ``kubeberth`` command shares: how bad input is printed, kubectl's output formats
+(``-o``), folders (``--out-dir``), Go durations, deprecated spellings and the plugin registries.
 
 Every command turns bad input into one paragraph on stderr (file, line or field, what was
 expected) and exit code 2, never a traceback; the layers below raise InputError and
@@ -8,14 +8,24 @@ expected) and exit code 2, never a traceback; the layers below raise InputError 
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
+from typing import Any
 
 import typer
+import yaml
 from rich.console import Console
 
+from kubeberth.api.durations import parse_duration
 from kubeberth.api.errors import InputError
+from kubeberth.config.plugins import load_out_of_tree
+from kubeberth.descheduling.registry import DeschedulerRegistry
+from kubeberth.descheduling.registry import in_tree_registry as in_tree_descheduler
 from kubeberth.scheduling.config.types import SchedulerConfiguration
 from kubeberth.scheduling.framework.registry import Registry
 from kubeberth.scheduling.registry import in_tree_registry
@@ -24,8 +34,50 @@ err_console = Console(stderr=True)
 
 
 class OutputFormat(StrEnum):
+    """``-o``, as kubectl reads it: a format, never a place."""
+
     json = "json"
+    yaml = "yaml"
     table = "table"
+
+
+def print_data(data: Any, output: OutputFormat) -> None:
+    """A command's JSON contract on stdout, as JSON or as the same data in YAML."""
+    if output == OutputFormat.yaml:
+        sys.stdout.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    else:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def deprecated(old: str, new: str) -> None:
+    """Old spellings keep working for one release, with this warning on stderr."""
+    err_console.print(f"[yellow]warning:[/] {old} is deprecated and will be removed in the next "
+                      f"release; use {new}", highlight=False, soft_wrap=True)
+
+
+def output_and_folder(output: str | None, out_dir: Path | None, old_out: Path | None,
+                      default_dir: Path) -> tuple[OutputFormat, Path]:
+    """The format ``-o`` names and the folder ``--out-dir`` names. Before ``-o`` meant a
+    format everywhere, ``-o DIR`` and ``--out DIR`` named the folder: both still do, warned."""
+    folder = out_dir
+    if old_out is not None:
+        deprecated("--out DIR", "--out-dir DIR")
+        folder = folder or old_out
+    fmt = OutputFormat.table
+    if output is not None:
+        if output in OutputFormat.__members__:
+            fmt = OutputFormat(output)
+        else:
+            deprecated(f"-o {output} (a folder)", f"--out-dir {output}; -o is the output "
+                       f"format ({'|'.join(OutputFormat.__members__)})")
+            folder = folder or Path(output)
+    return fmt, folder or default_dir
+
+
+def seconds(value: str | None, flag: str) -> float | None:
+    """A duration flag's value: Go's form (``90s``, ``5m``, ``1h30m``) or a number of
+    seconds; None stays None."""
+    return None if value is None else parse_duration(value, flag)
 
 
 @contextmanager
@@ -44,3 +96,19 @@ def user_errors(config: SchedulerConfiguration | None = None) -> Iterator[None]:
 def scheduling_registry(plugins: list[str] | None) -> Registry:
     """The in-tree plugins, those installed as entry points, and ``--plugin module:attr``."""
     return in_tree_registry().with_out_of_tree(plugins)
+
+
+@dataclass(frozen=True, slots=True)
+class Registries:
+    """Every family's plugins for a command that runs several families."""
+
+    scheduling: Registry
+    descheduling: DeschedulerRegistry
+
+
+def registries(plugins: list[str] | None) -> Registries:
+    """The in-tree plugins and entry points of each family, and each ``--plugin`` in the family
+    whose kind of plugin it is."""
+    sched, desched = load_out_of_tree(plugins, in_tree_registry(), in_tree_descheduler())
+    assert isinstance(sched, Registry) and isinstance(desched, DeschedulerRegistry)
+    return Registries(sched, desched)

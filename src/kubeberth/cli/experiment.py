@@ -62,14 +62,25 @@ def fragmentation(
         help="Target workload of FGD and of the fragmentation metric: the trace's most popular "
              "pod types making this % of its pods (100: all types; the paper's artifact: 95).")
     ] = 100,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("results"),
+    out_dir: Annotated[Path | None, typer.Option(
+        "--out-dir", help="Output folder (default: results).")] = None,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o", metavar="json|yaml|table",
+        help="Print the results as JSON or YAML rows instead of the summary line.")] = None,
+    old_out: Annotated[Path | None, typer.Option("--out", hidden=True)] = None,
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", help="Worker processes (default: the CPU count).")] = 0,
     ray_address: Annotated[str | None, typer.Option(
         "--ray-address", help="Run the grid on this Ray cluster ('local' starts one).")] = None,
 ) -> None:
     """Run the fragmentation experiment grid and write a tidy CSV and an HTML report."""
-    from kubeberth.cli.common import err_console, user_errors
+    from kubeberth.cli.common import (
+        OutputFormat,
+        err_console,
+        output_and_folder,
+        print_data,
+        user_errors,
+    )
     from kubeberth.cli.main import console
     from kubeberth.report.fragmentation_html import REPORT_FILE, render
     from kubeberth.sim.fragmentation import (
@@ -82,6 +93,7 @@ def fragmentation(
         run_grid,
     )
 
+    fmt, out = output_and_folder(output, out_dir, old_out, Path("results"))
     with user_errors():
         traces = [check_trace(t) for t in (trace or ["default"])]
         policies = [check_policy(p) for p in (policy or list(POLICIES))]
@@ -105,5 +117,9 @@ def fragmentation(
                               highlight=False)
 
         csv_path = run_grid(specs, out, execute, progress)
-        html_path = render(read_results(csv_path), out / REPORT_FILE)
+        rows = read_results(csv_path)
+        html_path = render(rows, out / REPORT_FILE)
+    if fmt != OutputFormat.table:
+        print_data(rows, fmt)
+        return
     console.print(f"wrote {csv_path} and {html_path}")

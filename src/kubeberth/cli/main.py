@@ -6,8 +6,6 @@ expected) and exit code 2, never a traceback (``cli/common.py``: ``user_errors``
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,10 +14,20 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kubeberth import __version__
+from kubeberth.api.durations import parse_duration
 from kubeberth.api.errors import InputError
 from kubeberth.cli.admission import admission_command
 from kubeberth.cli.admit import admit_command
-from kubeberth.cli.common import OutputFormat, err_console, scheduling_registry, user_errors
+from kubeberth.cli.common import (
+    OutputFormat,
+    err_console,
+    output_and_folder,
+    print_data,
+    registries,
+    scheduling_registry,
+    seconds,
+    user_errors,
+)
 from kubeberth.cli.deschedule import deschedule
 from kubeberth.cli.descheduler_live import descheduler_command
 from kubeberth.cli.extender import extender_command
@@ -44,6 +52,12 @@ PluginOpt = Annotated[list[str] | None, typer.Option(
 ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", "-c", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for every random choice.")]
+OutDirOpt = Annotated[Path | None, typer.Option(
+    "--out-dir", help="Output folder (default: out).")]
+OutputOpt = Annotated[str | None, typer.Option(
+    "--output", "-o", metavar="json|yaml|table",
+    help="Print the summary as JSON or YAML instead of tables.")]
+OldOutOpt = Annotated[Path | None, typer.Option("--out", hidden=True)]
 
 
 @app.command()
@@ -57,11 +71,15 @@ def simulate(
                                  "(default: the bundled 8,152-pod openb default trace).")] = None,
     config: ConfigOpt = None,
     seed: SeedOpt = 0,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("out"),
-    bind_latency: Annotated[float, typer.Option(
-        help="Seconds between a scheduling decision and the binding.")] = 0.0,
-    sample_interval: Annotated[float | None, typer.Option(
-        help="Seconds between time-series samples (default: 1/2000 of the trace).")] = None,
+    out_dir: OutDirOpt = None,
+    output: OutputOpt = None,
+    old_out: OldOutOpt = None,
+    bind_latency: Annotated[str | None, typer.Option(
+        metavar="DURATION", help="Time between a scheduling decision and the binding "
+                                 "(default 0s).")] = None,
+    sample_interval: Annotated[str | None, typer.Option(
+        metavar="DURATION",
+        help="Time between time-series samples (default: 1/2000 of the trace).")] = None,
     plugin: PluginOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     spill_cfg: SpillConfigOpt = None,
@@ -69,19 +87,21 @@ def simulate(
         "--spill", help="Add the virtual-kubelet spill node and its taint controller "
                         "(defaults, or --spill-config).")] = False,
     spill_threshold: Annotated[float | None, typer.Option(help="Free-GPU threshold.")] = None,
-    spill_window: Annotated[float | None, typer.Option(
-        help="Moving-average window (s).")] = None,
-    spill_stabilization: Annotated[float | None, typer.Option(
-        help="Seconds the average must stay above/below before a flip.")] = None,
-    spill_interval: Annotated[float | None, typer.Option(
-        help="Seconds between controller ticks.")] = None,
-    until: Annotated[float | None, typer.Option(
-        help="Stop the run at this simulated time (s).")] = None,
+    spill_window: Annotated[str | None, typer.Option(
+        metavar="DURATION", help="Moving-average window.")] = None,
+    spill_stabilization: Annotated[str | None, typer.Option(
+        metavar="DURATION",
+        help="How long the average must stay above/below before a flip.")] = None,
+    spill_interval: Annotated[str | None, typer.Option(
+        metavar="DURATION", help="Time between controller ticks.")] = None,
+    until: Annotated[str | None, typer.Option(
+        metavar="DURATION", help="Stop the run at this simulated time.")] = None,
     deschedule_policy: Annotated[Path | None, typer.Option(
         "--deschedule-policy", help="DeschedulerPolicy (descheduler/v1alpha2) to run every "
                                     "--descheduling-interval.")] = None,
-    descheduling_interval: Annotated[float, typer.Option(
-        help="Seconds of simulated time between descheduling passes.")] = 300.0,
+    descheduling_interval: Annotated[str, typer.Option(
+        metavar="DURATION",
+        help="Simulated time between descheduling passes.")] = "5m",
 ) -> None:
     """Replay a cluster and workload trace through the scheduler; write out/ (JSON, CSV, HTML)."""
     from kubeberth.report.output import queue_table, summary_table, write_outputs, written_files
@@ -90,23 +110,31 @@ def simulate(
     from kubeberth.sim.traces import load_workload
 
     cfg: SchedulerConfiguration | None = None
+    fmt, out = output_and_folder(output, out_dir, old_out, Path("out"))
     with user_errors():
         cfg = load_scheduler_config(config)
+        latency = seconds(bind_latency, "--bind-latency") or 0.0
+        every = seconds(sample_interval, "--sample-interval")
+        stop = seconds(until, "--until")
+        interval = parse_duration(descheduling_interval, "--descheduling-interval")
     with user_errors(cfg):
-        registry = scheduling_registry(plugin)
+        regs = registries(plugin)
         wl = load_workload(cluster, workload)
-        spill_setup = spill_config(spill_cfg, spill, spill_threshold, spill_window,
-                                   spill_stabilization, spill_interval)
+        spill_setup = spill_config(spill_cfg, spill, spill_threshold,
+                                   seconds(spill_window, "--spill-window"),
+                                   seconds(spill_stabilization, "--spill-stabilization"),
+                                   seconds(spill_interval, "--spill-interval"))
         desched = None
         if deschedule_policy is not None:
             from kubeberth.descheduling.policy import load_descheduler_policy
             from kubeberth.sim.descheduling import SimDescheduler
 
-            if descheduling_interval <= 0:
+            if interval <= 0:
                 raise InputError(f"--descheduling-interval {descheduling_interval}",
                                  field="--descheduling-interval",
-                                 expected="a positive number of seconds")
-            desched = SimDescheduler(load_descheduler_policy(deschedule_policy))
+                                 expected="a positive duration such as 5m")
+            desched = SimDescheduler(load_descheduler_policy(deschedule_policy),
+                                     regs.descheduling)
         with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                       TextColumn("{task.completed}/{task.total} pods"), TimeElapsedColumn(),
                       console=err_console, disable=quiet, transient=True) as progress:
@@ -115,9 +143,9 @@ def simulate(
             def tick(done: int, total: int) -> None:
                 progress.update(task, completed=done)
 
-            sim = Simulation(wl, cfg, registry, seed=seed, bind_latency=bind_latency,
-                             sample_interval=sample_interval, progress=tick, until=until,
-                             descheduler=desched, deschedule_interval=descheduling_interval)
+            sim = Simulation(wl, cfg, regs.scheduling, seed=seed, bind_latency=latency,
+                             sample_interval=every, progress=tick, until=stop,
+                             descheduler=desched, deschedule_interval=interval)
             if desched is not None:
                 desched.attach(sim)
             if spill_setup is not None:
@@ -134,7 +162,7 @@ def simulate(
     if desched is not None:
         log = desched.log
         meta["descheduler"] = {
-            "policy": str(deschedule_policy), "intervalSeconds": descheduling_interval,
+            "policy": str(deschedule_policy), "intervalSeconds": interval,
             "passes": log.passes, "skippedCycles": log.skipped_cycles,
             "requested": log.requested, "refusedByPolicy": log.refused_by_policy,
             "requestedByPlugin": dict(sorted(log.by_plugin.items())),
@@ -142,6 +170,9 @@ def simulate(
     data = write_outputs(result, out, meta)
     with user_errors():
         report = write_run_report(out)
+    if fmt != OutputFormat.table:
+        print_data(data, fmt)
+        return
     console.print(summary_table(data))
     if (queues := queue_table(data)) is not None:
         console.print(queues)
@@ -168,8 +199,8 @@ def explain(
     with user_errors(cfg):
         registry = scheduling_registry(plugin)
         data = run_explain(manifests, cfg, registry, seed=seed)
-    if output == OutputFormat.json:
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    if output != OutputFormat.table:
+        print_data(data, output)
     else:
         from kubeberth.report.explain_table import render_explain
 

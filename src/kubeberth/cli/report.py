@@ -14,9 +14,21 @@ import typer
 from rich.console import Console
 
 from kubeberth.api.errors import InputError
+from kubeberth.cli.common import deprecated
 
 report_app = typer.Typer(no_args_is_help=True, add_completion=False,
                          help="HTML reports from simulate output folders.")
+
+
+# Before -o meant an output format on every command, it named these commands' HTML file.
+OldOutputOpt = Annotated[Path | None, typer.Option("--output", "-o", hidden=True)]
+
+
+def _out_file(out_file: Path | None, old_output: Path | None) -> Path | None:
+    if old_output is not None:
+        deprecated("-o/--output FILE", "--out-file FILE")
+        return out_file or old_output
+    return out_file
 
 
 def _fail(err: InputError) -> typer.Exit:
@@ -26,15 +38,17 @@ def _fail(err: InputError) -> typer.Exit:
 
 @report_app.command("render")
 def render(
-    run: Annotated[Path, typer.Argument(help="A folder written by `kubeberth simulate -o`.")],
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="HTML file to write (default: RUN/report.html).")] = None,
+    run: Annotated[Path, typer.Argument(
+        help="A folder written by `kubeberth simulate --out-dir`.")],
+    out_file: Annotated[Path | None, typer.Option(
+        "--out-file", help="HTML file to write (default: RUN/report.html).")] = None,
+    old_output: OldOutputOpt = None,
 ) -> None:
     """Re-create a run's HTML report from its summary.json, timeseries.csv and pods.csv."""
     from kubeberth.report.sections import write_run_report
 
     try:
-        path = write_run_report(run, output)
+        path = write_run_report(run, _out_file(out_file, old_output))
     except InputError as err:
         raise _fail(err) from None
     Console().print(f"wrote {path}", highlight=False, soft_wrap=True)
@@ -43,15 +57,17 @@ def render(
 @report_app.command("compare")
 def compare(
     runs: Annotated[list[Path], typer.Argument(
-        help="Two or more folders written by `kubeberth simulate -o`, one per policy.")],
-    output: Annotated[Path, typer.Option(
-        "--output", "-o", help="HTML file to write.")] = Path("compare.html"),
+        help="Two or more folders written by `kubeberth simulate --out-dir`, one per policy.")],
+    out_file: Annotated[Path | None, typer.Option(
+        "--out-file", help="HTML file to write (default: compare.html).")] = None,
+    old_output: OldOutputOpt = None,
 ) -> None:
     """Overlay several runs' time series and put their summaries side by side."""
     from kubeberth.report.compare import write_compare_report
 
     try:
-        path = write_compare_report(runs, output)
+        path = write_compare_report(runs, _out_file(out_file, old_output)
+                                    or Path("compare.html"))
     except InputError as err:
         raise _fail(err) from None
     Console().print(f"wrote {path}", highlight=False, soft_wrap=True)

@@ -16,8 +16,9 @@ from typing import Annotated
 import msgspec
 import typer
 
+from kubeberth.api.durations import parse_duration
 from kubeberth.api.errors import InputError
-from kubeberth.cli.common import user_errors
+from kubeberth.cli.common import OutputFormat, print_data, seconds, user_errors
 from kubeberth.descheduling.policy import DeschedulerPolicy
 from kubeberth.spill.config import SpillConfig, load_spill_config, validate
 
@@ -88,6 +89,14 @@ def query(
         raise typer.Exit(1)
 
 
+def _durations(raw: str, option: str) -> list[float]:
+    """Comma-separated Go durations (``0,5m,15m``; bare numbers are seconds)."""
+    values = [parse_duration(v, option) for v in raw.split(",") if v.strip()]
+    if not values:
+        raise InputError("no values", field=option, expected="at least one duration")
+    return values
+
+
 def _floats(raw: str, option: str) -> list[float]:
     try:
         values = [float(v) for v in raw.split(",") if v.strip()]
@@ -121,7 +130,7 @@ def _policy_grid(path: Path | None, ages: str | None, per_node: str | None
                              field="--deschedule-policy", expected="a DeschedulerPolicy file")
         return [({}, None)]
     policy = load_descheduler_policy(path)
-    age_values: list[float | None] = list(_floats(ages, "--min-pod-ages")) if ages else [None]
+    age_values: list[float | None] = list(_durations(ages, "--min-pod-ages")) if ages else [None]
     limit_values: list[int | None] = [None]
     if per_node:
         limit_values = []
@@ -148,20 +157,21 @@ def sweep(
     thresholds: Annotated[str | None, typer.Option(
         "--thresholds", help="Thresholds to compare (default: the config's).")] = None,
     windows: Annotated[str | None, typer.Option(
-        "--windows", help="Averaging windows (s) to compare.")] = None,
+        "--windows", help="Averaging windows to compare (durations, e.g. 2m,5m).")] = None,
     stabilizations: Annotated[str, typer.Option(
-        "--stabilizations", help="Stabilization durations (s) to compare.")] = "0,300,900",
-    until: Annotated[float | None, typer.Option(help="Stop each run at this time (s).")] = None,
-    output: Annotated[str, typer.Option("--output", "-o", help="table or json")] = "table",
+        "--stabilizations", help="Stabilization durations to compare.")] = "0,5m,15m",
+    until: Annotated[str | None, typer.Option(
+        metavar="DURATION", help="Stop each run at this simulated time.")] = None,
+    output: Annotated[OutputFormat, typer.Option("--output", "-o")] = OutputFormat.table,
     deschedule_policy: Annotated[Path | None, typer.Option(
         "--deschedule-policy", help="DeschedulerPolicy bringing spilled pods back (as "
                                     "simulate); enables the two knobs below.")] = None,
     min_pod_ages: Annotated[str | None, typer.Option(
-        "--min-pod-ages", help="DefaultEvictor minPodAge values (s) to compare.")] = None,
+        "--min-pod-ages", help="DefaultEvictor minPodAge values to compare (durations).")] = None,
     evictions_per_node: Annotated[str | None, typer.Option(
         "--evictions-per-node", help="maxNoOfPodsToEvictPerNode values to compare.")] = None,
-    descheduling_interval: Annotated[float, typer.Option(
-        help="Seconds between descheduling passes.")] = 300.0,
+    descheduling_interval: Annotated[str, typer.Option(
+        metavar="DURATION", help="Simulated time between descheduling passes.")] = "5m",
 ) -> None:
     """Run the same workload with each combination of knobs and compare thrash (taint flips)
     with responsiveness (pod waits), spill GPU-hours, cost and evictions. With a
@@ -178,16 +188,15 @@ def sweep(
     from kubeberth.sim.traces import load_workload
 
     with user_errors():
-        if output not in ("table", "json"):
-            raise InputError(f"unknown output {output!r}", field="--output",
-                             expected="table or json")
+        stop = seconds(until, "--until")
+        interval = parse_duration(descheduling_interval, "--descheduling-interval")
         cfg = load_spill_config(config)
         c = cfg.controller
         grid = sweep_grid(
             cfg,
             _floats(thresholds, "--thresholds") if thresholds else [c.threshold],
-            _floats(windows, "--windows") if windows else [c.window_seconds],
-            _floats(stabilizations, "--stabilizations"))
+            _durations(windows, "--windows") if windows else [c.window_seconds],
+            _durations(stabilizations, "--stabilizations"))
         policies = _policy_grid(deschedule_policy, min_pod_ages, evictions_per_node)
         sched = load_scheduler_config(None)
         rows = []
@@ -195,8 +204,8 @@ def sweep(
             for knobs, policy in policies:
                 wl = load_workload(cluster, workload)  # fresh objects: a run writes into its pods
                 desched = SimDescheduler(policy) if policy is not None else None
-                sim = Simulation(wl, sched, in_tree_registry(), until=until, descheduler=desched,
-                                 deschedule_interval=descheduling_interval)
+                sim = Simulation(wl, sched, in_tree_registry(), until=stop, descheduler=desched,
+                                 deschedule_interval=interval)
                 if desched is not None:
                     desched.attach(sim)
                 host = SpillHost(variant, spill_signal(variant))
@@ -205,8 +214,8 @@ def sweep(
                 if policy is not None:
                     row.update(knobs)
                 rows.append(row)
-    if output == "json":
-        sys.stdout.write(json.dumps({"runs": rows}, indent=2) + "\n")
+    if output != OutputFormat.table:
+        print_data({"runs": rows}, output)
         return
     table = Table(title="spill knobs: thrash vs responsiveness", caption=_SWEEP_CAPTION,
                   box=None, padding=(0, 1), pad_edge=False)

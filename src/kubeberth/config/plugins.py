@@ -42,8 +42,7 @@ class PluginRegistry(Generic[T]):
 
     def merge(self, other: PluginRegistry[T]) -> Self:
         """A copy of this registry with ``other``'s entries added (a shared name is an error)."""
-        merged = copy.copy(self)
-        merged._entries = dict(self._entries)
+        merged = self.copy()
         for name, entry in other._entries.items():
             merged.register(name, entry)
         return merged
@@ -66,22 +65,17 @@ class PluginRegistry(Generic[T]):
     def items(self) -> list[tuple[str, T]]:
         return sorted(self._entries.items())
 
+    def fits(self, target: Any, spec: str) -> InputError | None:
+        """None when ``target`` is this family's kind of plugin, else why not."""
+        try:
+            self.adapt(target, spec)
+        except InputError as err:
+            return err
+        return None
+
     def load_import_path(self, spec: str) -> str:
         """Register ``module:attr`` (or a whole ``module``); returns the registered name."""
-        module_name, _, attr = spec.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as err:
-            raise InputError(f"cannot import out-of-tree {self.kind} module {module_name!r}: "
-                             f"{err}", field="--plugin",
-                             expected="an importable module path such as mypkg.myplugin:MyPlugin"
-                             ) from None
-        try:
-            target: Any = getattr(module, attr) if attr else module
-        except AttributeError:
-            raise InputError(f"module {module_name!r} has no attribute {attr!r}",
-                             field="--plugin", expected="module:attr naming a plugin") from None
-        name, entry = self.adapt(target, spec)
+        name, entry = self.adapt(import_target(spec), spec)
         self.register(name, entry)
         return name
 
@@ -100,9 +94,52 @@ class PluginRegistry(Generic[T]):
 
     def with_out_of_tree(self, specs: list[str] | None) -> Self:
         """A copy of this registry plus the installed entry points and each ``--plugin``."""
-        out = copy.copy(self)
-        out._entries = dict(self._entries)
+        out = self.copy()
         out.load_entry_points()
         for spec in specs or []:
             out.load_import_path(spec)
         return out
+
+    def copy(self) -> Self:
+        out = copy.copy(self)
+        out._entries = dict(self._entries)
+        return out
+
+
+def import_target(spec: str) -> Any:
+    """The module or attribute ``--plugin module:attr`` names."""
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except (ImportError, ValueError, TypeError) as err:  # "", ".x" and ":x" are not modules
+        raise InputError(f"cannot import out-of-tree plugin module {module_name!r}: {err}",
+                         field="--plugin",
+                         expected="an importable module path such as mypkg.myplugin:MyPlugin"
+                         ) from None
+    try:
+        return getattr(module, attr) if attr else module
+    except AttributeError:
+        raise InputError(f"module {module_name!r} has no attribute {attr!r}",
+                         field="--plugin", expected="module:attr naming a plugin") from None
+
+
+def load_out_of_tree(specs: list[str] | None,
+                     *registries: PluginRegistry[Any]) -> list[PluginRegistry[Any]]:
+    """Copies of ``registries`` with their families' entry points, and each ``--plugin`` in
+    the family whose kind of plugin it is: one ``--plugin`` flag serves every family a command
+    runs (a scheduling plugin and a descheduler plugin on ``kubeberth simulate``)."""
+    out = [r.copy() for r in registries]
+    for registry in out:
+        registry.load_entry_points()
+    for spec in specs or []:
+        target = import_target(spec)
+        refusals = [(r, r.fits(target, spec)) for r in out]
+        fitting = [r for r, why in refusals if why is None]
+        if not fitting:
+            kinds = " or ".join(r.kind for r in out)
+            raise InputError(f"{spec!r} is not a {kinds}", field="--plugin",
+                             expected="; or ".join(why.expected or "" for _, why in refusals
+                                                    if why is not None))
+        for registry in fitting:
+            registry.register(*registry.adapt(target, spec))
+    return out
