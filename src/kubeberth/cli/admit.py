@@ -19,18 +19,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kubeberth.admission import (
-    AdmissionState,
-    finish_evictions,
-    run_cycle,
-)
+from kubeberth.admission import AdmissionState, CycleResult, finish_evictions
+from kubeberth.admission.driver import MAX_CYCLES, settle
 from kubeberth.admission.model import KueueObjects, Workload, load_kueue
 from kubeberth.admission.preemption import Target
 from kubeberth.api.times import parse_time
 from kubeberth.cli.common import OutputFormat, user_errors
 from kubeberth.config.manifests import load_manifests
-
-MAX_CYCLES = 1000
 
 
 @dataclass(slots=True)
@@ -53,32 +48,29 @@ def default_now(objs: KueueObjects) -> float:
     return max(stamps)
 
 
-def _signature(state: AdmissionState) -> tuple[object, ...]:
-    return (tuple(sorted(state.admitted)), tuple(sorted(state.evicting)),
-            tuple((e.key, active) for e, active in state.queues.pending()))
-
-
 def admit(objs: KueueObjects, now: float, cycles: int | None) -> AdmitRun:
     """Cycles until one changes nothing (no admission, no preemption, no workload moved between
-    a queue's active and parked sets), or ``cycles`` ran."""
-    run = AdmitRun(AdmissionState.from_objects(objs))
-    limit = MAX_CYCLES if cycles is None else cycles
-    while run.cycles < limit:
-        before = _signature(run.state)
-        result = run_cycle(run.state, now)
-        run.cycles += 1
-        run.state = result.state
+    a queue's active and parked sets), or ``cycles`` ran. Every eviction issued is observed
+    before the next cycle; after the last one allowed, victims still hold their quota."""
+
+    def observe_evictions(result: CycleResult, final: bool) -> AdmissionState:
+        if result.preempted and not final:
+            return finish_evictions(result.state, sorted(result.state.evicting), now)
+        return result.state
+
+    settled = settle(AdmissionState.from_objects(objs), now,
+                     max_cycles=MAX_CYCLES if cycles is None else cycles,
+                     after=observe_evictions)
+    run = AdmitRun(settled.state, cycles=len(settled.cycles))
+    for cycle in settled.cycles:
+        result = cycle.result
         for na in result.not_admitted:
             run.reasons[na.workload] = (na.reason, na.message)
         for a in result.admitted:
             run.reasons.pop(a.workload.key, None)
         for p in result.preempted:
             run.preempted.append({"workload": p.workload, "by": p.by, "reason": p.reason})
-            run.victims[p.workload] = run.state.evicting[p.workload]
-        if result.preempted and run.cycles < limit:
-            run.state = finish_evictions(run.state, sorted(run.state.evicting), now)
-        if _signature(run.state) == before:
-            break
+            run.victims[p.workload] = result.state.evicting[p.workload]
     return run
 
 

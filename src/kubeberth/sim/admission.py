@@ -41,8 +41,9 @@ from kubeberth.admission import (
     gated_pod,
     mark_pods_ready,
     pods_ready_timeout,
-    run_cycle,
 )
+from kubeberth.admission.cycle import CycleResult
+from kubeberth.admission.driver import settle
 from kubeberth.admission.model import (
     QUEUE_LABEL,
     KueueObjects,
@@ -361,37 +362,35 @@ class AdmissionDriver:
         if not self._dirty:
             return
         self._dirty = False
-        for _ in range(MAX_CYCLES_PER_INSTANT):
-            before = self._signature()
-            result = run_cycle(self.state, now)
-            self.cycles += 1
-            self.state = result.state
-            for na in result.not_admitted:
-                self.reasons[na.workload] = na.message or na.reason
-            for a in result.admitted:
-                self._admit(a.workload, now)
-            if result.preempted:
-                victims = []
-                for p in result.preempted:
-                    self.preemptions.append((now, p.workload, p.by, p.reason))
-                    victims.append(p.workload)
-                    self._evict(self.tracked[p.workload], now)
-                    self.tracked[p.workload].preempted += 1
-                self.state = finish_evictions(self.state, victims, now)
-                retired = [v for v in victims if self.tracked[v].done]
-                if retired:
-                    self.state = finish_workloads(self.state, retired)
-            if self._signature() == before:
-                break
+        settled = settle(self.state, now, max_cycles=MAX_CYCLES_PER_INSTANT,
+                         after=functools.partial(self._apply_cycle, now))
+        self.cycles += len(settled.cycles)
+        self.state = settled.state
         for e, _active in self.state.queues.pending():
             if e.wl.requeue_at is not None and e.wl.requeue_at > now:
                 self._wake(e.wl.requeue_at)
 
     # ---- applying decisions ----------------------------------------------------------------
-    def _signature(self) -> tuple[object, ...]:
-        st = self.state
-        return (len(st.admitted), tuple(sorted(st.admitted)), tuple(sorted(st.evicting)),
-                tuple((e.key, active) for e, active in st.queues.pending()))
+    def _apply_cycle(self, now: float, result: CycleResult, _final: bool) -> AdmissionState:
+        """Start what a cycle admitted and stop what it preempted; the victims' quota is
+        released at once (an eviction takes no time here)."""
+        self.state = result.state
+        for na in result.not_admitted:
+            self.reasons[na.workload] = na.message or na.reason
+        for a in result.admitted:
+            self._admit(a.workload, now)
+        if result.preempted:
+            victims = []
+            for p in result.preempted:
+                self.preemptions.append((now, p.workload, p.by, p.reason))
+                victims.append(p.workload)
+                self._evict(self.tracked[p.workload], now)
+                self.tracked[p.workload].preempted += 1
+            self.state = finish_evictions(self.state, victims, now)
+            retired = [v for v in victims if self.tracked[v].done]
+            if retired:
+                self.state = finish_workloads(self.state, retired)
+        return self.state
 
     def _wake(self, when: float) -> None:
         if when not in self._wakes:
