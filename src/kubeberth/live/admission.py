@@ -48,8 +48,8 @@ from lightkube.resources.scheduling_v1 import PriorityClass
 from lightkube.types import PatchType
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from kubeberth.admission import AdmissionState, CycleResult
-from kubeberth.admission.driver import settle
+from kubeberth.admission import AdmissionState
+from kubeberth.admission.driver import Cycle, settle
 from kubeberth.admission.model import (
     ADMISSION_GATE,
     JOB_MIN_PARALLELISM_ANNOTATION,
@@ -905,8 +905,9 @@ class LiveAdmission:
         earliest: float | None = None
         reasons: dict[str, tuple[str, str]] = {}
 
-        def write(result: CycleResult, _final: bool) -> AdmissionState:
+        def write(cycle: Cycle, _final: bool) -> AdmissionState:
             """Write the cycle's admissions and preemptions; one not written holds no quota."""
+            result = cycle.result
             for a in result.admitted:
                 reasons.pop(a.workload.key, None)
                 if not self._write_admission(a.workload, view, now):
@@ -917,7 +918,8 @@ class LiveAdmission:
                 reasons[na.workload] = (na.reason, na.message)
             return result.state
 
-        settled = settle(state, now, after=write)
+        # Check outcomes are not written to the API yet: reserved workloads stay QuotaReserved.
+        settled = settle(state, now, after=write, checks=False)
         for cycle in settled.cycles:
             outcome = "success" if cycle.result.admitted else "inadmissible"
             self.metrics.attempts.labels(result=outcome).inc()
