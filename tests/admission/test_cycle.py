@@ -118,14 +118,6 @@ def test_unreclaimable_preempt_reserves_nominal(tmp_path: Path) -> None:
     assert [a.workload.key for a in free.admitted] == ["default/b-small"]
 
 
-def test_admission_checks_leave_quota_reserved(tmp_path: Path) -> None:
-    docs = [flavor("default"),
-            _cq("cq", "4", extra={"admissionChecks": ["provisioning"]}),
-            local_queue("cq"), workload("w", "cq", {CPU: "1"})]
-    data, _ = run(tmp_path, docs)
-    assert states(data)["default/w"] == ("QuotaReserved", "QuotaReserved")
-
-
 def test_stopped_queue_is_inactive(tmp_path: Path) -> None:
     docs = [flavor("default"), _cq("cq", "4", extra={"stopPolicy": "Hold"}),
             local_queue("cq"), workload("w", "cq", {CPU: "1"})]

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
@@ -151,3 +152,44 @@ def test_help_lists_the_options() -> None:
     assert result.exit_code == 0
     for option in ("--filename", "--output", "--cycles", "--now"):
         assert option in result.stdout
+
+
+CHECK_EXAMPLE = ROOT / "examples" / "admission-check"
+
+
+def test_out_of_tree_admission_check_example(monkeypatch: pytest.MonkeyPatch) -> None:
+    """examples/admission-check through the CLI: the GPUBudget plugin by import path decides
+    team-a's check; team-b's ProvisioningRequest check is read and not modelled."""
+    monkeypatch.syspath_prepend(str(CHECK_EXAMPLE))
+    result = CliRunner().invoke(app, ["admit", "-f", str(CHECK_EXAMPLE / "manifests.yaml"),
+                                      "--plugin", "gpu_budget:GPUBudget", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    rows = {w["name"]: w for w in data["workloads"]}
+    assert (rows["default/a-small"]["state"], rows["default/a-small"]["admissionChecks"]) == (
+        "Admitted", [{"name": "gpu-budget", "state": "Ready", "message": "2 GPUs approved",
+                      "retryCount": 1}])
+    assert (rows["default/a-large"]["state"], rows["default/a-large"]["reason"]) == (
+        "Inadmissible", "DeactivatedDueToAdmissionCheck")
+    assert rows["default/b-train"]["state"] == "QuotaReserved"
+    assert data["unmodelledAdmissionChecks"] == [
+        {"name": "provisioning", "controllerName": "kueue.x-k8s.io/provisioning-request"}]
+    assert "AdmissionCheck provisioning (controllerName kueue.x-k8s.io/provisioning-request) " \
+           "is read and not modelled" in result.stderr
+
+
+def test_admission_check_example_without_its_plugin() -> None:
+    """Without --plugin nothing models example.com/gpu-budget: never Ready, and said so."""
+    result = CliRunner().invoke(app, ["admit", "-f", str(CHECK_EXAMPLE / "manifests.yaml"),
+                                      "-o", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert {w["state"] for w in data["workloads"]} == {"Inadmissible", "QuotaReserved"}
+    assert [c["name"] for c in data["unmodelledAdmissionChecks"]] == ["gpu-budget",
+                                                                       "provisioning"]
+
+
+def test_bad_plugin_exits_2() -> None:
+    result = _invoke("-f", str(EXAMPLE), "--plugin", "no_such_module:X")
+    assert result.exit_code == 2
+    assert "cannot import out-of-tree admission check plugin module" in result.output

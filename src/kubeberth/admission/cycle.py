@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from kubeberth.admission.checks import BoundCheck, CheckRegistry, bind, in_tree, reset_on_eviction
 from kubeberth.admission.flavors import (
     FIT,
     NO_FIT,
@@ -65,13 +66,19 @@ class AdmissionState:
     # Cache of admitted_info per workload key, valid while the Workload object is the same one;
     # shared by clones (a cycle never changes an admitted Workload object in place).
     infos: dict[str, tuple[Workload, WorkloadInfo]] = field(default_factory=dict)
+    # AdmissionCheck name -> the plugin modelling its controller (kubeberth.admission.checks).
+    checks: dict[str, BoundCheck] = field(default_factory=dict)
 
     @classmethod
-    def from_objects(cls, objs: KueueObjects) -> AdmissionState:
+    def from_objects(cls, objs: KueueObjects,
+                     checks: CheckRegistry | None = None) -> AdmissionState:
+        """The state of a fresh Kueue over ``objs``; ``checks`` models the admission-check
+        controllers (default: the in-tree ones)."""
+        objs, bound = bind(objs, in_tree() if checks is None else checks)
         snap = Snapshot(objs)
         state = cls(objs, queues=QueueManager.build(objs),
                     inactive={n: cq.inactive_reason for n, cq in snap.cluster_queues.items()
-                              if not cq.active})
+                              if not cq.active}, checks=bound)
         for wl in sorted(objs.workloads, key=lambda w: w.key):
             if wl.admission is not None:
                 state.admitted[wl.key] = wl
@@ -81,7 +88,7 @@ class AdmissionState:
 
     def clone(self) -> AdmissionState:
         return AdmissionState(self.objs, dict(self.admitted), self.queues.clone(),
-                              dict(self.evicting), self.inactive, self.infos)
+                              dict(self.evicting), self.inactive, self.infos, self.checks)
 
 
 @dataclass(slots=True)
@@ -406,7 +413,8 @@ def _process(state: AdmissionState, snap: Snapshot, n: _Nominee,
         return
     n.status = "assumed"
     adm = _admission(n.entry.wl, cq.name, n.assignment)
-    wl = replace(n.entry.wl, admission=adm, quota_reserved_time=now, evicted=False)
+    wl = replace(n.entry.wl, admission=adm, quota_reserved_time=now, evicted=False,
+                 check_evicted_at=None)
     state.admitted[wl.key] = wl
     admitted.append(Admitted(wl, adm))
 
@@ -447,7 +455,8 @@ def finish_evictions(state: AdmissionState, keys: list[str], now: float) -> Admi
             continue
         assert wl.admission is not None
         touched.add(wl.admission.cluster_queue)
-        requeued = replace(wl, admission=None, quota_reserved_time=None, evicted=True)
+        requeued = replace(wl, admission=None, quota_reserved_time=None, evicted=True,
+                           checks=reset_on_eviction(wl.checks, now))
         nxt.queues.add(requeued, nxt.objs)
     for cq in sorted(touched):
         nxt.queues.requeue_inadmissible(cohort_cluster_queues(nxt, cq))
@@ -499,6 +508,7 @@ def pods_ready_timeout(state: AdmissionState, keys: list[str], now: float) -> Ad
         touched.add(wl.admission.cluster_queue)
         count = wl.requeue_count + 1
         evicted = replace(wl, admission=None, quota_reserved_time=None, evicted=True,
+                          checks=reset_on_eviction(wl.checks, now),
                           pods_ready=False, requeue_count=count,
                           requeue_at=now + backoff_seconds(count, cfg),
                           pods_ready_evicted_at=now if cfg.requeuing.timestamp == "Eviction"

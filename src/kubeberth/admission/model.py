@@ -62,6 +62,9 @@ MAX_FLAVORS = 64
 # Feature gates kubeberth reads from Configuration.featureGates; the others keep their defaults.
 FEATURE_GATES = ("PartialAdmission",)
 MAX_RESOURCE_GROUPS = 16
+# AdmissionCheckState.state (kueue.x-k8s.io/v1beta2 CheckState).
+CHECK_PENDING, CHECK_READY, CHECK_RETRY, CHECK_REJECTED = "Pending", "Ready", "Retry", "Rejected"
+CHECK_STATES = (CHECK_PENDING, CHECK_READY, CHECK_RETRY, CHECK_REJECTED)
 
 
 @dataclass(slots=True, frozen=True)
@@ -119,7 +122,44 @@ class ClusterQueue:
     flavor_fungibility: FlavorFungibility = field(default_factory=FlavorFungibility)
     fair_weight: float = 1.0
     admission_checks: list[str] = field(default_factory=list)
+    # admissionChecksStrategy onFlavors per check; a check not listed applies to every flavor.
+    check_flavors: dict[str, list[str]] = field(default_factory=dict)
     stop_policy: str = "None"
+
+
+@dataclass(slots=True, frozen=True)
+class ParametersRef:
+    api_group: str
+    kind: str
+    name: str
+
+
+@dataclass(slots=True)
+class AdmissionCheck:
+    """An AdmissionCheck: the controller that decides its state, and that controller's
+    parameters object (``parameters_object``: the referenced document as read, None when the
+    input has none)."""
+
+    name: str
+    controller_name: str
+    parameters: ParametersRef | None = None
+    parameters_object: dict[str, Any] | None = None
+    # The Active condition: its controller sets it, so the input's value stands only for
+    # controllers kubeberth does not model.
+    active: bool = False
+    inactive_message: str = ""
+
+
+@dataclass(slots=True, frozen=True)
+class AdmissionCheckState:
+    """One entry of a Workload's ``status.admissionChecks``."""
+
+    name: str
+    state: str = CHECK_PENDING
+    message: str = ""
+    last_transition: float | None = None
+    requeue_after_seconds: int | None = None
+    retry_count: int = 0
 
 
 @dataclass(slots=True)
@@ -186,6 +226,11 @@ class Workload:
     # Set when evicted for not reaching PodsReady in time and requeuingStrategy.timestamp is
     # Eviction: the queue then orders the workload by this time instead of its creation.
     pods_ready_evicted_at: float | None = None
+    # status.admissionChecks, sorted by name.
+    checks: tuple[AdmissionCheckState, ...] = ()
+    # Set when evicted because an admission check asked for a retry: the queue then orders
+    # the workload by this time (until it reserves quota again).
+    check_evicted_at: float | None = None
     # Where the Workload comes from: "Workload", "Job", "Pod" or "PodGroup".
     source: str = "Workload"
     # Pods owned by this workload (plain pods and pod groups) -> their podSet; gated until
@@ -201,6 +246,8 @@ class Workload:
         """GetQueueOrderTimestamp: the time FIFO ordering uses."""
         if self.pods_ready_evicted_at is not None:
             return self.pods_ready_evicted_at
+        if self.check_evicted_at is not None:
+            return self.check_evicted_at
         return self.creation_time
 
 
@@ -239,6 +286,7 @@ class KueueObjects:
     local_queues: dict[str, LocalQueue] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
     workloads: list[Workload] = field(default_factory=list)
+    admission_checks: dict[str, AdmissionCheck] = field(default_factory=dict)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     config: KueueConfiguration = field(default_factory=KueueConfiguration)
     # Pod groups with fewer pods than their total count: ns/group -> why no Workload yet.
@@ -490,10 +538,17 @@ def _cluster_queue(doc: Document) -> ClusterQueue:
         _str(c, f"spec.admissionChecks[{i}]")
         for i, c in enumerate(_list(spec.get("admissionChecks"), "spec.admissionChecks"))]
     strategy = _map(spec.get("admissionChecksStrategy"), "spec.admissionChecksStrategy")
+    check_flavors: dict[str, list[str]] = {}
     for i, rule in enumerate(_list(strategy.get("admissionChecks"),
                                    "spec.admissionChecksStrategy.admissionChecks")):
-        checks.append(_str(_map(rule, "").get("name"),
-                           f"spec.admissionChecksStrategy.admissionChecks[{i}].name"))
+        rf = f"spec.admissionChecksStrategy.admissionChecks[{i}]"
+        rule_map = _map(rule, rf)
+        name = _str(rule_map.get("name"), f"{rf}.name")
+        checks.append(name)
+        on = [_str(f, f"{rf}.onFlavors[{j}]")
+              for j, f in enumerate(_list(rule_map.get("onFlavors"), f"{rf}.onFlavors"))]
+        if on:
+            check_flavors[name] = on
     groups = _resource_groups(spec.get("resourceGroups"), "spec.resourceGroups", cohort=False)
     if not cohort:
         _no_limits(groups, "the ClusterQueue has no cohort")
@@ -510,6 +565,7 @@ def _cluster_queue(doc: Document) -> ClusterQueue:
         flavor_fungibility=_fungibility(spec.get("flavorFungibility"), "spec.flavorFungibility"),
         fair_weight=_fair_weight(spec),
         admission_checks=checks,
+        check_flavors=check_flavors,
         stop_policy=_enum(spec.get("stopPolicy"), "spec.stopPolicy",
                           ("None", "Hold", "HoldAndDrain"), "None"),
     )
@@ -645,11 +701,60 @@ def _workload(doc: Document, objs: KueueObjects, pcs: dict[str, int]) -> Workloa
     wl.evicted = evicted is not None and evicted.get("status") == "True"
     ready = _condition(status, "PodsReady")
     wl.pods_ready = ready is not None and ready.get("status") == "True"
+    wl.checks = _check_states(status)
+    if evicted is not None and evicted.get("status") == "True" and \
+            evicted.get("reason") == "AdmissionCheck" and evicted.get("lastTransitionTime"):
+        wl.check_evicted_at = parse_time(evicted["lastTransitionTime"],
+                                         "status.conditions.lastTransitionTime")
     rq = _map(status.get("requeueState"), "status.requeueState")
     wl.requeue_count = _int(rq.get("count"), "status.requeueState.count", 0) or 0
     if rq.get("requeueAt") is not None:
         wl.requeue_at = parse_time(rq["requeueAt"], "status.requeueState.requeueAt")
     return wl
+
+
+def _check_states(status: dict[str, Any]) -> tuple[AdmissionCheckState, ...]:
+    out: dict[str, AdmissionCheckState] = {}
+    for i, raw in enumerate(_list(status.get("admissionChecks"), "status.admissionChecks")):
+        fld = f"status.admissionChecks[{i}]"
+        m = _map(raw, fld)
+        name = _str(m.get("name"), f"{fld}.name")
+        if not name or name in out:
+            raise InputError(f"admission check name {name!r} is empty or repeated",
+                             field=f"{fld}.name", expected="unique admission check names")
+        changed = m.get("lastTransitionTime")
+        out[name] = AdmissionCheckState(
+            name, _enum(m.get("state"), f"{fld}.state", CHECK_STATES, CHECK_PENDING),
+            _str(m.get("message"), f"{fld}.message"),
+            None if changed is None else parse_time(changed, f"{fld}.lastTransitionTime"),
+            _int(m.get("requeueAfterSeconds"), f"{fld}.requeueAfterSeconds"),
+            _int(m.get("retryCount"), f"{fld}.retryCount", 0) or 0)
+    return tuple(out[n] for n in sorted(out))
+
+
+def _admission_check(doc: Document, docs: list[Document]) -> AdmissionCheck:
+    spec = _map(doc.data.get("spec"), "spec")
+    controller = _str(spec.get("controllerName"), "spec.controllerName")
+    if not controller:
+        raise doc.error("spec.controllerName is empty", field="spec.controllerName",
+                        expected="the name of the controller that processes the check")
+    check = AdmissionCheck(_name(doc), controller)
+    if spec.get("parameters") is not None:
+        p = _map(spec["parameters"], "spec.parameters")
+        ref = ParametersRef(_str(p.get("apiGroup"), "spec.parameters.apiGroup"),
+                            _str(p.get("kind"), "spec.parameters.kind"),
+                            _str(p.get("name"), "spec.parameters.name"))
+        check.parameters = ref
+        # Parameters objects are cluster-scoped in Kueue; the first document that matches
+        # group, kind and name is the one.
+        check.parameters_object = next(
+            (d.data for d in docs if d.kind == ref.kind and d.api_version.rpartition("/")[0]
+             == ref.api_group and d.data.get("metadata", {}).get("name") == ref.name), None)
+    active = _condition(_map(doc.data.get("status"), "status"), "Active")
+    check.active = active is not None and active.get("status") == "True"
+    if not check.active:
+        check.inactive_message = str((active or {}).get("message") or "")
+    return check
 
 
 def _set_priority(wl: Workload, pc_name: object, source: object, value: object,
@@ -1009,6 +1114,10 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
                 _unique(objs.cohorts, co.name, doc)
                 objs.cohorts[co.name] = co
                 cohort_docs[co.name] = doc
+            elif kind == "AdmissionCheck":
+                ac = _admission_check(doc, manifests.other)
+                _unique(objs.admission_checks, ac.name, doc)
+                objs.admission_checks[ac.name] = ac
             elif kind == "LocalQueue":
                 lq = _local_queue(doc)
                 key = f"{lq.namespace}/{lq.name}"

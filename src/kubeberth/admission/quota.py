@@ -381,7 +381,23 @@ class Snapshot:
             elif cq.spec.stop_policy != "None":
                 cq.active = False
                 cq.inactive_reason = f"ClusterQueue {cq.name} is inactive: Stopped"
+            else:
+                self._check_admission_checks(cq)
         self.recompute_quotas()
+
+    def _check_admission_checks(self, cq: ClusterQueueSnapshot) -> None:
+        """A ClusterQueue is inactive while an AdmissionCheck it names is missing or not
+        Active (pkg/cache/scheduler/clusterqueue.go updateWithAdmissionChecks)."""
+        checks = self.objs.admission_checks
+        missing = sorted(n for n in set(cq.spec.admission_checks) if n not in checks)
+        inactive = sorted(n for n in set(cq.spec.admission_checks)
+                          if n in checks and not checks[n].active)
+        for what, names in (("missing", missing), ("inactive", inactive)):
+            if names:
+                cq.active = False
+                cq.inactive_reason = (f"ClusterQueue {cq.name} is inactive: references {what} "
+                                      f"AdmissionCheck(s): {', '.join(names)}")
+                return
 
     def _cohort(self, name: str) -> CohortSnapshot:
         # A Cohort referenced but never defined exists implicitly, without quota.

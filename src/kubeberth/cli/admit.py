@@ -19,18 +19,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kubeberth.admission import (
-    AdmissionState,
-    finish_evictions,
-    run_cycle,
-)
-from kubeberth.admission.model import KueueObjects, Workload, load_kueue
+from kubeberth.admission import AdmissionState, finish_evictions
+from kubeberth.admission.check_states import EVICTED_BY_CHECK, is_admitted, required_checks
+from kubeberth.admission.checks import CheckRegistry, in_tree, unmodelled
+from kubeberth.admission.driver import MAX_CYCLES, Cycle, settle
+from kubeberth.admission.model import AdmissionCheckState, KueueObjects, Workload, load_kueue
 from kubeberth.admission.preemption import Target
 from kubeberth.api.times import parse_time
 from kubeberth.cli.common import OutputFormat, user_errors
 from kubeberth.config.manifests import load_manifests
-
-MAX_CYCLES = 1000
 
 
 @dataclass(slots=True)
@@ -53,32 +50,34 @@ def default_now(objs: KueueObjects) -> float:
     return max(stamps)
 
 
-def _signature(state: AdmissionState) -> tuple[object, ...]:
-    return (tuple(sorted(state.admitted)), tuple(sorted(state.evicting)),
-            tuple((e.key, active) for e, active in state.queues.pending()))
-
-
-def admit(objs: KueueObjects, now: float, cycles: int | None) -> AdmitRun:
+def admit(objs: KueueObjects, now: float, cycles: int | None,
+          checks: CheckRegistry | None = None) -> AdmitRun:
     """Cycles until one changes nothing (no admission, no preemption, no workload moved between
-    a queue's active and parked sets), or ``cycles`` ran."""
-    run = AdmitRun(AdmissionState.from_objects(objs))
-    limit = MAX_CYCLES if cycles is None else cycles
-    while run.cycles < limit:
-        before = _signature(run.state)
-        result = run_cycle(run.state, now)
-        run.cycles += 1
-        run.state = result.state
+    a queue's active and parked sets, no check state changed), or ``cycles`` ran. Every
+    eviction issued is observed before the next cycle; after the last one allowed, victims
+    still hold their quota. ``checks`` models admission-check controllers (default in-tree)."""
+
+    def observe_evictions(cycle: Cycle, final: bool) -> AdmissionState:
+        state = cycle.state
+        if cycle.result.preempted and not final:
+            return finish_evictions(state, sorted(state.evicting), now)
+        return state
+
+    settled = settle(AdmissionState.from_objects(objs, checks), now,
+                     max_cycles=MAX_CYCLES if cycles is None else cycles,
+                     after=observe_evictions)
+    run = AdmitRun(settled.state, cycles=len(settled.cycles))
+    for cycle in settled.cycles:
+        result = cycle.result
         for na in result.not_admitted:
             run.reasons[na.workload] = (na.reason, na.message)
         for a in result.admitted:
             run.reasons.pop(a.workload.key, None)
         for p in result.preempted:
             run.preempted.append({"workload": p.workload, "by": p.by, "reason": p.reason})
-            run.victims[p.workload] = run.state.evicting[p.workload]
-        if result.preempted and run.cycles < limit:
-            run.state = finish_evictions(run.state, sorted(run.state.evicting), now)
-        if _signature(run.state) == before:
-            break
+            run.victims[p.workload] = result.state.evicting[p.workload]
+        for key, message in cycle.checks.evicted:
+            run.reasons[key] = (EVICTED_BY_CHECK, message)
     return run
 
 
@@ -92,17 +91,18 @@ def contract(run: AdmitRun) -> dict[str, Any]:
     """The JSON document printed by ``kubeberth admit -o json``."""
     state = run.state
     rows: dict[str, dict[str, Any]] = {}
-    checks = {name for name, cq in state.objs.cluster_queues.items() if cq.admission_checks}
     for key, wl in state.admitted.items():
         assert wl.admission is not None
         cq = wl.admission.cluster_queue
+        required = required_checks(state.objs.cluster_queues.get(cq), wl.admission)
         if key in state.evicting:
             t = state.evicting[key]
-            rows[key] = _row(key, cq, "Preempted", t.reason, _flavors(wl))
-        elif cq in checks:
-            rows[key] = _row(key, cq, "QuotaReserved", "QuotaReserved", _flavors(wl))
+            rows[key] = _row(key, cq, "Preempted", t.reason, _flavors(wl), wl.checks)
+        elif required and not (is_admitted(wl.checks) and
+                               [c.name for c in wl.checks] == required):
+            rows[key] = _row(key, cq, "QuotaReserved", "QuotaReserved", _flavors(wl), wl.checks)
         else:
-            rows[key] = _row(key, cq, "Admitted", "Admitted", _flavors(wl))
+            rows[key] = _row(key, cq, "Admitted", "Admitted", _flavors(wl), wl.checks)
     for entry, active in state.queues.pending():
         reason, _ = run.reasons.get(entry.key, (entry.reason or "Pending", entry.message))
         st = "Pending" if active else "Inadmissible"
@@ -110,12 +110,18 @@ def contract(run: AdmitRun) -> dict[str, Any]:
             st, reason = "Inadmissible", "Inadmissible"
         if entry.key in run.victims:
             st, reason = "Preempted", run.victims[entry.key].reason
-        rows[entry.key] = _row(entry.key, entry.cluster_queue, st, reason, {})
-    for key, (_wl, reason, _message) in state.queues.unqueued.items():
-        rows[key] = _row(key, "", "Inadmissible", reason, {})
+        rows[entry.key] = _row(entry.key, entry.cluster_queue, st, reason, {}, entry.wl.checks)
+    for key, (wl, reason, _message) in state.queues.unqueued.items():
+        rows[key] = _row(key, "", "Inadmissible", reason, {}, wl.checks)
     for key in state.objs.incomplete_groups:
         rows[key] = _row(key, "", "Pending", "WaitingForPods", {})
-    return {"workloads": [rows[k] for k in sorted(rows)], "preempted": run.preempted}
+    out: dict[str, Any] = {"workloads": [rows[k] for k in sorted(rows)],
+                           "preempted": run.preempted}
+    not_modelled = unmodelled(state.checks)
+    if not_modelled:
+        out["unmodelledAdmissionChecks"] = [
+            {"name": ac.name, "controllerName": ac.controller_name} for ac in not_modelled]
+    return out
 
 
 def messages(run: AdmitRun) -> dict[str, str]:
@@ -130,9 +136,22 @@ def messages(run: AdmitRun) -> dict[str, str]:
     return out
 
 
-def _row(name: str, cq: str, st: str, reason: str,
-         flavors: dict[str, dict[str, str]]) -> dict[str, Any]:
-    return {"name": name, "clusterQueue": cq, "state": st, "reason": reason, "flavors": flavors}
+def _row(name: str, cq: str, st: str, reason: str, flavors: dict[str, dict[str, str]],
+         checks: tuple[AdmissionCheckState, ...] = ()) -> dict[str, Any]:
+    row: dict[str, Any] = {"name": name, "clusterQueue": cq, "state": st, "reason": reason,
+                           "flavors": flavors}
+    if checks:
+        row["admissionChecks"] = [
+            {"name": c.name, "state": c.state, "message": c.message,
+             **({"retryCount": c.retry_count} if c.retry_count else {})} for c in checks]
+    return row
+
+
+def unmodelled_notes(run: AdmitRun) -> list[str]:
+    """One stderr line per AdmissionCheck whose controller kubeberth does not model."""
+    return [f"note: AdmissionCheck {ac.name} (controllerName {ac.controller_name}) is read "
+            "and not modelled: its state on each workload is the input's and never changes "
+            "(--plugin module:attr loads a check plugin)" for ac in unmodelled(run.state.checks)]
 
 
 def parse_now(value: str | None, objs: KueueObjects) -> float:
@@ -154,11 +173,17 @@ def admit_command(
     now: Annotated[str | None, typer.Option(
         "--now", help="The clock, RFC 3339 (default: the latest timestamp in the input).")
     ] = None,
+    plugin: Annotated[list[str] | None, typer.Option(
+        "--plugin", help="Load an out-of-tree admission check plugin, module:attr "
+                         "(repeatable).")] = None,
 ) -> None:
     """Run Kueue admission cycles and print each workload's state, flavors and preemptions."""
     with user_errors():
+        registry = in_tree().with_out_of_tree(plugin)
         objs = load_kueue(load_manifests(filename))
-        run = admit(objs, parse_now(now, objs), cycles)
+        run = admit(objs, parse_now(now, objs), cycles, registry)
+    for note in unmodelled_notes(run):
+        sys.stderr.write(note + "\n")
     data = contract(run)
     if output == OutputFormat.json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")

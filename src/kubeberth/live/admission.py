@@ -48,7 +48,8 @@ from lightkube.resources.scheduling_v1 import PriorityClass
 from lightkube.types import PatchType
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from kubeberth.admission import AdmissionState, run_cycle
+from kubeberth.admission import AdmissionState
+from kubeberth.admission.driver import Cycle, settle
 from kubeberth.admission.model import (
     ADMISSION_GATE,
     JOB_MIN_PARALLELISM_ANNOTATION,
@@ -83,7 +84,6 @@ COMPONENT = "kueue-admission"  # the Events' reporting component (Kueue: kueue-a
 DEBOUNCE = 0.05  # quiet time before a round
 MAX_DELAY = 1.0  # a round runs at the latest this long after the first pending event
 MAX_WAIT = 1.0
-MAX_CYCLES = 1000
 RETRIES = 5
 CONFIG_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue",
                 "WorkloadPriorityClass")
@@ -904,25 +904,27 @@ class LiveAdmission:
                 state.evicting[key] = Target(admitted_info(wl), reason)
         earliest: float | None = None
         reasons: dict[str, tuple[str, str]] = {}
-        for _ in range(MAX_CYCLES):
-            before = _signature(state)
-            start = time.perf_counter()
-            result = run_cycle(state, now)
-            state = result.state
-            outcome = "success" if result.admitted else "inadmissible"
-            self.metrics.attempts.labels(result=outcome).inc()
-            self.metrics.attempt_duration.labels(result=outcome).observe(
-                time.perf_counter() - start)
+
+        def write(cycle: Cycle, _final: bool) -> AdmissionState:
+            """Write the cycle's admissions and preemptions; one not written holds no quota."""
+            result = cycle.result
             for a in result.admitted:
                 reasons.pop(a.workload.key, None)
                 if not self._write_admission(a.workload, view, now):
-                    state.admitted.pop(a.workload.key, None)
+                    result.state.admitted.pop(a.workload.key, None)
             for p in result.preempted:
-                self._preempt(p.workload, p.by, p.reason, state, view, now)
+                self._preempt(p.workload, p.by, p.reason, result.state, view, now)
             for na in result.not_admitted:
                 reasons[na.workload] = (na.reason, na.message)
-            if _signature(state) == before:
-                break
+            return result.state
+
+        # Check outcomes are not written to the API yet: reserved workloads stay QuotaReserved.
+        settled = settle(state, now, after=write, checks=False)
+        for cycle in settled.cycles:
+            outcome = "success" if cycle.result.admitted else "inadmissible"
+            self.metrics.attempts.labels(result=outcome).inc()
+            self.metrics.attempt_duration.labels(result=outcome).observe(cycle.seconds)
+        state = settled.state
         for e, _active in state.queues.pending():
             if e.cluster_queue in state.inactive:
                 # Heads of an inactive ClusterQueue are never popped: say why they wait.
@@ -1268,11 +1270,6 @@ class LiveAdmission:
                         m.usage.labels(**labels).set(value)
                         m.reservation.labels(**labels).set(value)
                         m.nominal.labels(**labels).set(q.nominal / 1000)
-
-
-def _signature(state: AdmissionState) -> tuple[object, ...]:
-    return (tuple(sorted(state.admitted)), tuple(sorted(state.evicting)),
-            tuple((e.key, active) for e, active in state.queues.pending()))
 
 
 __all__ = ["AdmissionMetrics", "Decision", "LiveAdmission", "served_version"]

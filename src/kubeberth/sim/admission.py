@@ -41,8 +41,9 @@ from kubeberth.admission import (
     gated_pod,
     mark_pods_ready,
     pods_ready_timeout,
-    run_cycle,
 )
+from kubeberth.admission.checks import CheckRegistry
+from kubeberth.admission.driver import Cycle, settle
 from kubeberth.admission.model import (
     QUEUE_LABEL,
     KueueObjects,
@@ -106,6 +107,7 @@ class _Tracked:
     borrowed_milli: int = 0  # GPU milli-units beyond nominal quota this admission added
     borrowed_milli_seconds: float = 0.0
     done: bool = False
+    running: bool = False  # Admitted and started (not only holding quota)
 
 
 def _job_key(pod: Pod) -> str | None:
@@ -139,7 +141,8 @@ class AdmissionDriver:
     """Kueue admission applied to a running simulation through an :class:`AdmissionHost`."""
 
     def __init__(self, objs: KueueObjects, host: AdmissionHost,
-                 owners: OwnerRuntime | None = None, extras: Manifests | None = None) -> None:
+                 owners: OwnerRuntime | None = None, extras: Manifests | None = None,
+                 checks: CheckRegistry | None = None) -> None:
         self.host = host
         self.objs = objs
         self.owners = owners
@@ -147,7 +150,8 @@ class AdmissionDriver:
         pending = [w for w in objs.workloads if w.admission is None]
         self.state = AdmissionState.from_objects(
             replace(objs, workloads=[replace(w, creation_time=0.0, quota_reserved_time=0.0)
-                                     for w in objs.workloads if w.admission is not None]))
+                                     for w in objs.workloads if w.admission is not None]),
+            checks)
         self.tracked: dict[str, _Tracked] = {}
         self.pod_owner: dict[str, str] = {}
         # Kueue-managed Jobs: Job key -> workload key, and their pods -> workload key.
@@ -183,14 +187,15 @@ class AdmissionDriver:
 
     @classmethod
     def build(cls, pods: list[Pod], extras: Manifests, host: AdmissionHost,
-              owners: OwnerRuntime | None = None) -> AdmissionDriver | None:
+              owners: OwnerRuntime | None = None,
+              checks: CheckRegistry | None = None) -> AdmissionDriver | None:
         """The driver for a run, or None when the input has no Kueue object. The pods of
         queue-labelled Jobs are left to their Job (Kueue's pod integration skips them)."""
         if not has_kueue_objects(extras):
             return None
         jobs = _managed_jobs(extras)
         manifests = replace(extras, pods=[p for p in pods if _job_key(p) not in jobs])
-        return cls(load_kueue(manifests), host, owners, extras)
+        return cls(load_kueue(manifests), host, owners, extras, checks)
 
     def _track(self, wl: Workload) -> _Tracked:
         lq = self.objs.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
@@ -361,44 +366,53 @@ class AdmissionDriver:
         if not self._dirty:
             return
         self._dirty = False
-        for _ in range(MAX_CYCLES_PER_INSTANT):
-            before = self._signature()
-            result = run_cycle(self.state, now)
-            self.cycles += 1
-            self.state = result.state
-            for na in result.not_admitted:
-                self.reasons[na.workload] = na.message or na.reason
-            for a in result.admitted:
-                self._admit(a.workload, now)
-            if result.preempted:
-                victims = []
-                for p in result.preempted:
-                    self.preemptions.append((now, p.workload, p.by, p.reason))
-                    victims.append(p.workload)
-                    self._evict(self.tracked[p.workload], now)
-                    self.tracked[p.workload].preempted += 1
-                self.state = finish_evictions(self.state, victims, now)
-                retired = [v for v in victims if self.tracked[v].done]
-                if retired:
-                    self.state = finish_workloads(self.state, retired)
-            if self._signature() == before:
-                break
+        settled = settle(self.state, now, max_cycles=MAX_CYCLES_PER_INSTANT,
+                         after=functools.partial(self._apply_cycle, now))
+        self.cycles += len(settled.cycles)
+        self.state = settled.state
         for e, _active in self.state.queues.pending():
             if e.wl.requeue_at is not None and e.wl.requeue_at > now:
                 self._wake(e.wl.requeue_at)
+        recheck = settled.cycles[-1].checks.recheck_at if settled.cycles else None
+        if recheck is not None:
+            self._wake(recheck)
 
     # ---- applying decisions ----------------------------------------------------------------
-    def _signature(self) -> tuple[object, ...]:
-        st = self.state
-        return (len(st.admitted), tuple(sorted(st.admitted)), tuple(sorted(st.evicting)),
-                tuple((e.key, active) for e, active in st.queues.pending()))
+    def _apply_cycle(self, now: float, cycle: Cycle, _final: bool) -> AdmissionState:
+        """Start what a cycle admitted and stop what it preempted or its admission checks
+        evicted; the victims' quota is released at once (an eviction takes no time here)."""
+        result = cycle.result
+        self.state = cycle.state
+        for na in result.not_admitted:
+            self.reasons[na.workload] = na.message or na.reason
+        reserved = {a.workload.key for a in result.admitted}
+        for a in result.admitted:
+            self._admit(a.workload, now, cycle.starts(a.workload.key))
+        for key in cycle.checks.admitted:
+            if key not in reserved:
+                self._start(self.tracked[key], self.state.admitted[key], now)
+        for key, message in cycle.checks.evicted + cycle.checks.deactivated:
+            self._check_failed(self.tracked[key], message, now)
+        if result.preempted:
+            victims = []
+            for p in result.preempted:
+                self.preemptions.append((now, p.workload, p.by, p.reason))
+                victims.append(p.workload)
+                self._evict(self.tracked[p.workload], now)
+                self.tracked[p.workload].preempted += 1
+            self.state = finish_evictions(self.state, victims, now)
+            retired = [v for v in victims if self.tracked[v].done]
+            if retired:
+                self.state = finish_workloads(self.state, retired)
+        return self.state
 
     def _wake(self, when: float) -> None:
         if when not in self._wakes:
             self._wakes.add(when)
             self.host.wake_at(when)
 
-    def _admit(self, wl: Workload, now: float) -> None:
+    def _admit(self, wl: Workload, now: float, start: bool) -> None:
+        """Quota is reserved; without admission checks to wait for, the workload starts."""
         t = self.tracked[wl.key]
         t.admitted_at = now
         t.admissions += 1
@@ -408,6 +422,12 @@ class AdmissionDriver:
         self.reasons.pop(wl.key, None)
         self._account(t, wl, now)
         self._add_gpu(wl, 1)
+        if start:
+            self._start(t, wl, now)
+
+    def _start(self, t: _Tracked, wl: Workload, now: float) -> None:
+        """The workload is Admitted (quota reserved and every admission check Ready)."""
+        t.running = True
         cfg = self.objs.config.wait_for_pods_ready
         if cfg.enable:
             t.ready_deadline = now + cfg.timeout_seconds
@@ -456,6 +476,17 @@ class AdmissionDriver:
         self._stopping.discard(t.wl.key)
         t.bound.clear()
 
+    def _check_failed(self, t: _Tracked, message: str, now: float) -> None:
+        """An admission check asked for a retry or rejected the workload: Kueue has released
+        its quota (and requeued or deactivated it); what runs of it is stopped."""
+        self.reasons[t.wl.key] = message
+        if not t.running:
+            self._release(t, now)
+            return
+        self._evict(t, now)
+        if t.done:
+            self.state = finish_workloads(self.state, [t.wl.key])
+
     def _release(self, t: _Tracked, now: float) -> None:
         wl = self.state.admitted.get(t.wl.key)
         if wl is not None:
@@ -463,6 +494,7 @@ class AdmissionDriver:
         if t.admitted_at is not None:
             t.borrowed_milli_seconds += t.borrowed_milli * (now - t.admitted_at)
         t.admitted_at = None
+        t.running = False
         t.borrowed_milli = 0
         t.ready = False
         t.ready_deadline = None
