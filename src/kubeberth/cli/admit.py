@@ -9,8 +9,8 @@ a table. Time does not pass between cycles: ``--now`` fixes the clock.
 
 from __future__ import annotations
 
-import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,12 +21,12 @@ from rich.table import Table
 
 from kubeberth.admission import AdmissionState, finish_evictions
 from kubeberth.admission.check_states import EVICTED_BY_CHECK, is_admitted, required_checks
-from kubeberth.admission.checks import CheckRegistry, in_tree, unmodelled
+from kubeberth.admission.checks import BoundCheck, CheckRegistry, in_tree, unmodelled
 from kubeberth.admission.driver import MAX_CYCLES, Cycle, settle
 from kubeberth.admission.model import AdmissionCheckState, KueueObjects, Workload, load_kueue
 from kubeberth.admission.preemption import Target
 from kubeberth.api.times import parse_time
-from kubeberth.cli.common import OutputFormat, user_errors
+from kubeberth.cli.common import OutputFormat, print_data, user_errors
 from kubeberth.config.manifests import load_manifests
 
 
@@ -147,11 +147,11 @@ def _row(name: str, cq: str, st: str, reason: str, flavors: dict[str, dict[str, 
     return row
 
 
-def unmodelled_notes(run: AdmitRun) -> list[str]:
+def unmodelled_notes(checks: Mapping[str, BoundCheck]) -> list[str]:
     """One stderr line per AdmissionCheck whose controller kubeberth does not model."""
     return [f"note: AdmissionCheck {ac.name} (controllerName {ac.controller_name}) is read "
             "and not modelled: its state on each workload is the input's and never changes "
-            "(--plugin module:attr loads a check plugin)" for ac in unmodelled(run.state.checks)]
+            "(--plugin module:attr loads a check plugin)" for ac in unmodelled(checks)]
 
 
 def parse_now(value: str | None, objs: KueueObjects) -> float:
@@ -182,11 +182,11 @@ def admit_command(
         registry = in_tree().with_out_of_tree(plugin)
         objs = load_kueue(load_manifests(filename))
         run = admit(objs, parse_now(now, objs), cycles, registry)
-    for note in unmodelled_notes(run):
+    for note in unmodelled_notes(run.state.checks):
         sys.stderr.write(note + "\n")
     data = contract(run)
-    if output == OutputFormat.json:
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    if output != OutputFormat.table:
+        print_data(data, output)
         return
     console = Console()
     detail = messages(run)

@@ -21,6 +21,8 @@ import typer
 import yaml
 from rich.console import Console
 
+from kubeberth.admission.checks import CheckRegistry
+from kubeberth.admission.checks import in_tree as in_tree_checks
 from kubeberth.api.durations import parse_duration
 from kubeberth.api.errors import InputError
 from kubeberth.config.plugins import load_out_of_tree
@@ -104,11 +106,14 @@ class Registries:
 
     scheduling: Registry
     descheduling: DeschedulerRegistry
+    admission_checks: CheckRegistry
 
 
 def registries(plugins: list[str] | None) -> Registries:
     """The in-tree plugins and entry points of each family, and each ``--plugin`` in the family
     whose kind of plugin it is."""
-    sched, desched = load_out_of_tree(plugins, in_tree_registry(), in_tree_descheduler())
+    sched, desched, checks = load_out_of_tree(plugins, in_tree_registry(), in_tree_descheduler(),
+                                              in_tree_checks())
     assert isinstance(sched, Registry) and isinstance(desched, DeschedulerRegistry)
-    return Registries(sched, desched)
+    assert isinstance(checks, CheckRegistry)
+    return Registries(sched, desched, checks)

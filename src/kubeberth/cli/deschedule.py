@@ -20,7 +20,7 @@ from rich.table import Table
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.times import format_time, parse_time
-from kubeberth.cli.common import OutputFormat, err_console, user_errors
+from kubeberth.cli.common import OutputFormat, err_console, print_data, user_errors
 from kubeberth.config.manifests import load_manifests
 from kubeberth.descheduling.framework import Eviction, PassResult, Snapshot, default_now
 from kubeberth.descheduling.policy import load_descheduler_policy
@@ -66,6 +66,8 @@ def deschedule(
         err_console.print(f"descheduling cycle skipped: {result.cycle_skipped}", highlight=False)
     if output == OutputFormat.json:
         sys.stdout.write(result.dumps() + "\n")
+    elif output == OutputFormat.yaml:
+        print_data(result.to_json(), output)
     else:
         render(Console(), result, clock)
 

@@ -17,7 +17,7 @@ from kubeberth import __version__
 from kubeberth.api.durations import parse_duration
 from kubeberth.api.errors import InputError
 from kubeberth.cli.admission import admission_command
-from kubeberth.cli.admit import admit_command
+from kubeberth.cli.admit import admit_command, unmodelled_notes
 from kubeberth.cli.common import (
     OutputFormat,
     err_console,
@@ -145,7 +145,8 @@ def simulate(
 
             sim = Simulation(wl, cfg, regs.scheduling, seed=seed, bind_latency=latency,
                              sample_interval=every, progress=tick, until=stop,
-                             descheduler=desched, deschedule_interval=interval)
+                             descheduler=desched, deschedule_interval=interval,
+                             admission_checks=regs.admission_checks)
             if desched is not None:
                 desched.attach(sim)
             if spill_setup is not None:
@@ -154,6 +155,9 @@ def simulate(
 
                 SpillHost(spill_setup, spill_signal(spill_setup)).attach(sim)
             result = sim.run()
+    if sim.kueue is not None:
+        for note in unmodelled_notes(sim.kueue.state.checks):
+            err_console.print(note, highlight=False, soft_wrap=True)
     meta: dict[str, Any] = {
         "workload": wl.name, "nodes": len(wl.nodes), "seed": seed,
         "config": str(config) if config else "default",

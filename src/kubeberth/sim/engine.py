@@ -33,6 +33,7 @@ from enum import IntEnum
 
 import msgspec
 
+from kubeberth.admission.checks import CheckRegistry
 from kubeberth.api.objects import Node, Pod, PodCondition, PodStatus
 from kubeberth.config.configmaps import load_config_maps
 from kubeberth.config.scheduling_crds import load_scheduling_crds
@@ -152,6 +153,7 @@ class Simulation:
         descheduler: Deschedule | None = None,
         deschedule_interval: float = 300.0,
         until: float | None = None,
+        admission_checks: CheckRegistry | None = None,
     ) -> None:
         self.workload = workload
         self.now = 0.0
@@ -199,7 +201,7 @@ class Simulation:
         self._next_sample = 0.0
         self.owners = OwnerRuntime(self, [dataclasses.replace(o) for o in workload.owners])
         self.kueue = AdmissionDriver.build([tp.pod for tp in workload.pods], extras, self,
-                                           self.owners)
+                                           self.owners, admission_checks)
         # A queue-labelled Job starts suspended: its pods are created once Kueue admits it.
         initial = [tp for tp in workload.pods
                    if self.kueue is None or not self.kueue.held_back(tp.pod)]
@@ -481,8 +483,10 @@ class Simulation:
                 self._schedule_all()
             if self.progress is not None:
                 self.progress(arrived, total)
-            if not self._work_left():
+            if not self._work_left() and not self._until_ahead():
                 break
+        if self.until is not None and self.now < self.until:
+            self.now = self.until  # the run covers the whole span it was asked for
         self._sample_until(self.now)
         self.metrics.sample(self.now, self.snapshot, self.scheduler.queue.pending_counts())
         report = None
@@ -500,6 +504,12 @@ class Simulation:
         return SimResult(self.metrics, self.now, self._decisions, unscheduled,
                          sorted(self._ignored), unmodelled, self.evictions,
                          self.owners.replacements, self.extras, report)
+
+    def _until_ahead(self) -> bool:
+        """With ``until``, periodic hosts (descheduling passes, the spill controller, Kueue
+        timers) keep running to it after the workload has settled: a pass waiting for a pod
+        to grow old enough still happens."""
+        return self.until is not None and bool(self._heap) and self._heap[0][0] <= self.until
 
     def _work_left(self) -> bool:
         """Stop once nothing can arrive, complete or bind any more and every pending pod has
