@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.paths import EXAMPLES
 from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
-from tests.paths import EXAMPLES
 
 GANGS = EXAMPLES / "gangs"
 SIM = ("simulate", "--cluster", str(GANGS / "cluster.yaml"), "-w", str(GANGS / "workload.yaml"),
