@@ -66,7 +66,7 @@ def test_go_durations_and_seconds_mean_the_same(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("flag", "value"), [("--until", "5x"), ("--bind-latency", "-1s"),
                                               ("--descheduling-interval", "soon")])
 def test_bad_duration_names_the_flag(tmp_path: Path, flag: str, value: str) -> None:
-    code, out, err = invoke(*SIM, "--out-dir", str(tmp_path), flag, value)
+    code, _, err = invoke(*SIM, "--out-dir", str(tmp_path), flag, value)
     assert code == 2 and "Traceback" not in err
     message = " ".join(err.split())
     assert flag in message and "duration" in message
@@ -145,7 +145,7 @@ def test_report_out_file_and_its_old_spelling(tmp_path: Path) -> None:
     code, out, err = invoke("report", "render", str(tmp_path / "run"), "--out-file",
                             str(tmp_path / "new.html"))
     assert code == 0 and (tmp_path / "new.html").exists() and "deprecated" not in err
-    code, out, err = invoke("report", "render", str(tmp_path / "run"), "-o",
+    code, _, err = invoke("report", "render", str(tmp_path / "run"), "-o",
                             str(tmp_path / "old.html"))
     assert code == 0 and (tmp_path / "old.html").exists()
     assert "deprecated" in err and "--out-file" in err
