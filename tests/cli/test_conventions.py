@@ -142,7 +142,7 @@ def test_a_plugin_of_no_family_names_every_expected_form(monkeypatch: pytest.Mon
 def test_report_out_file_and_its_old_spelling(tmp_path: Path) -> None:
     code, _, err = invoke(*SIM, "--out-dir", str(tmp_path / "run"))
     assert code == 0, err
-    code, out, err = invoke("report", "render", str(tmp_path / "run"), "--out-file",
+    code, _, err = invoke("report", "render", str(tmp_path / "run"), "--out-file",
                             str(tmp_path / "new.html"))
     assert code == 0 and (tmp_path / "new.html").exists() and "deprecated" not in err
     code, _, err = invoke("report", "render", str(tmp_path / "run"), "-o",
