@@ -142,8 +142,24 @@ def test_bad_scheduler_config_names_file_and_line(files: Path, tmp_path: Path, c
 def test_plugins_lists_in_tree_plugins() -> None:
     code, out, _ = invoke("plugins")
     assert code == 0
-    for name in ("NodeResourcesFit", "DefaultPreemption", "PodTopologySpread", "PrioritySort"):
+    for name in ("NodeResourcesFit", "DefaultPreemption", "PodTopologySpread", "PrioritySort",
+                 "LowNodeUtilization", "DefaultEvictor"):
         assert name in out
+
+
+def test_plugins_lists_every_family_with_out_of_tree_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    examples = EXAMPLE.parent
+    for folder in ("nodenumber", "descheduler-strategy", "admission-check"):
+        monkeypatch.syspath_prepend(str(examples / folder))
+    code, out, err = invoke("plugins", "-o", "json", "--plugin", "nodenumber:NodeNumber",
+                            "--plugin", "nodepoolmaxage:SPEC", "--plugin", "gpu_budget:GPUBudget")
+    assert code == 0, err
+    data = json.loads(out)
+    sched = {p["name"]: p["extensionPoints"] for p in data["scheduling"]}
+    assert "score" in sched["NodeNumber"] and "filter" in sched["NodeResourcesFit"]
+    desched = {p["name"]: p["extensionPoints"] for p in data["descheduling"]}
+    assert desched["NodePoolMaxAge"] == ["deschedule"]
+    assert [p["name"] for p in data["admissionChecks"]] == [_check_name(examples)]
 
 
 def test_out_of_tree_example_plugin_by_import_path(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -185,3 +201,11 @@ def test_broken_trace_rows_exit_2_naming_line_and_column(tmp_path: Path, rows: s
     assert "Traceback" not in out + err
     assert "pods.csv" in err and needle in err
     assert not (tmp_path / "o").exists()  # nothing half-written
+
+
+def _check_name(examples: Path) -> str:
+    import gpu_budget  # type: ignore[import-not-found]
+
+    assert (examples / "admission-check" / "gpu_budget.py").exists()
+    name: str = gpu_budget.GPUBudget.NAME
+    return name

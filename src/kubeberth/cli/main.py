@@ -212,13 +212,21 @@ def explain(
 
 
 @app.command("plugins")
-def list_plugins(plugin: PluginOpt = None) -> None:
-    """List the registered plugins and the extension points each implements."""
-    from kubeberth.report.explain_table import plugin_table
+def list_plugins(
+    plugin: PluginOpt = None,
+    output: Annotated[OutputFormat, typer.Option("--output", "-o")] = OutputFormat.table,
+) -> None:
+    """List every family's registered plugins (scheduling, descheduling, admission checks):
+    in-tree, installed entry points and --plugin, with the extension points each implements."""
+    from kubeberth.report.explain_table import plugin_listing, plugin_table
 
     with user_errors():
-        registry = scheduling_registry(plugin)
-        console.print(plugin_table(registry))
+        regs = registries(plugin)
+        listing = plugin_listing(regs.scheduling, regs.descheduling, regs.admission_checks)
+    if output != OutputFormat.table:
+        print_data(listing, output)
+    else:
+        console.print(plugin_table(listing))
 
 
 app.command("deschedule")(deschedule)

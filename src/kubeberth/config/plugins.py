@@ -140,6 +140,9 @@ def load_out_of_tree(specs: list[str] | None,
             raise InputError(f"{spec!r} is not a {kinds}", field="--plugin",
                              expected="; or ".join(why.expected or "" for _, why in refusals
                                                     if why is not None))
-        for registry in fitting:
-            registry.register(*registry.adapt(target, spec))
+        if len(fitting) > 1:
+            raise InputError(f"{spec!r} is a plugin of several kinds: "
+                             + ", ".join(r.kind for r in fitting), field="--plugin",
+                             expected="module:attr naming one plugin")
+        fitting[0].register(*fitting[0].adapt(target, spec))
     return out

@@ -13,6 +13,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from kubeberth.admission.checks import CheckRegistry
+from kubeberth.descheduling.registry import DeschedulerRegistry
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.registry import Registry
 from kubeberth.scheduling.framework.runtime import EXTENSION_POINT_KINDS
@@ -60,15 +62,32 @@ def render_explain(console: Console, data: dict[str, Any]) -> None:
         console.print("not modelled (no effect): " + ", ".join(data["unmodelledPlugins"]))
 
 
-def plugin_table(registry: Registry) -> Table:
+def plugin_listing(scheduling: Registry, descheduling: DeschedulerRegistry,
+                   checks: CheckRegistry) -> dict[str, list[dict[str, Any]]]:
+    """Every family's registered plugins and what each implements (``kubeberth plugins``)."""
     handle = Handle(ClusterState(), clock=lambda: 0.0, rng=np.random.default_rng(0))
-    t = Table(title="registered plugins")
-    t.add_column("plugin")
-    t.add_column("extension points")
-    for name in registry:
-        factory = registry.get(name)
+    sched = []
+    for name in scheduling:
+        factory = scheduling.get(name)
         assert factory is not None
         plugin = factory(None, handle)
-        points = [p for p, kind in EXTENSION_POINT_KINDS.items() if isinstance(plugin, kind)]
-        t.add_row(name, ", ".join(points))
+        sched.append({"name": name, "extensionPoints": [
+            p for p, kind in EXTENSION_POINT_KINDS.items() if isinstance(plugin, kind)]})
+    return {
+        "scheduling": sched,
+        "descheduling": [{"name": name, "extensionPoints": list(spec.points)}
+                         for name, spec in descheduling.items()],
+        "admissionChecks": [{"name": name, "extensionPoints": ["controllerName"]}
+                            for name in checks],
+    }
+
+
+def plugin_table(listing: dict[str, list[dict[str, Any]]]) -> Table:
+    t = Table(title="registered plugins")
+    t.add_column("family")
+    t.add_column("plugin")
+    t.add_column("extension points")
+    for family, plugins in listing.items():
+        for row in plugins:
+            t.add_row(family, row["name"], ", ".join(row["extensionPoints"]))
     return t

@@ -9,6 +9,7 @@ and the framework handle and returns the plugin; it raises InputError for invali
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
 from kubeberth.api.errors import InputError
@@ -30,7 +31,8 @@ class Registry(PluginRegistry[PluginFactory]):
 def _factory_of(target: Any, spec: str) -> tuple[str, PluginFactory]:
     name = getattr(target, "NAME", None) or getattr(target, "name", None)
     factory = getattr(target, "new", None)
-    if not isinstance(name, str) or not callable(factory):
+    if not isinstance(target, ModuleType | type) or not isinstance(name, str) \
+            or not callable(factory):
         raise InputError(f"{spec!r} is not a kubeberth plugin",
                          expected="a module or class with a NAME (or name) string and a "
                          "new(args, handle) factory")
