@@ -40,6 +40,7 @@ from tests.live.spillenv import (
     vk_node,
 )
 
+from kubeberth.api.objects import to_dict
 from kubeberth.apiserver.audit import Access
 from kubeberth.descheduling.policy import load_descheduler_policy
 from kubeberth.live.admission import KueueResources, LiveAdmission
@@ -153,7 +154,8 @@ def run_descheduler(live: Live, tmp_path: Path, token: str) -> None:
     start(live, ctl)
     wait_for(lambda: ctl.passes == 1, "the first pass (nothing to evict)")
     live.kubectl("taint", "nodes", VK, f"{LOW}=true:NoSchedule")
-    wait_for(lambda: LOW in json.dumps(ctl.cache.get("Node", VK)), "the cache to see the taint")
+    wait_for(lambda: LOW in json.dumps(to_dict(ctl.cache.get("Node", VK))),
+             "the cache to see the taint")
     planned = ctl.plan().evictions
     assert sorted(d.pod for d in planned) == on_vk
     first = ctl.apply(planned[:1])

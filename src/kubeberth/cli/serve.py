@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from kubeberth.api.errors import InputError
+from kubeberth.cli.live_common import TlsCertFileOption, TlsPrivateKeyFileOption
 
 _err = Console(stderr=True)
 _out = Console(highlight=False, soft_wrap=True)
@@ -47,11 +48,8 @@ def serve(
         "--kubeconfig-out", help="Write a kubeconfig for the server here.")] = None,
     token: Annotated[str | None, typer.Option(
         "--token", help="Require this bearer token on every API request.")] = None,
-    tls_cert_file: Annotated[Path | None, typer.Option(
-        "--tls-cert-file", help="Serve HTTPS with this PEM certificate (self-signed for the "
-                                "loopback address; the kubeconfig trusts it).")] = None,
-    tls_private_key_file: Annotated[Path | None, typer.Option(
-        "--tls-private-key-file", help="The certificate's PEM private key.")] = None,
+    tls_cert_file: TlsCertFileOption = None,
+    tls_private_key_file: TlsPrivateKeyFileOption = None,
 ) -> None:
     """Serve an embedded Kubernetes API (kubectl works against it) with a fake kubelet."""
     from kubeberth.apiserver import EmbeddedServer

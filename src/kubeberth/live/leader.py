@@ -17,12 +17,15 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
+import msgspec
 from lightkube import ApiError, Client
 from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 
-from kubeberth.live.informer import prepare_decoding
+# msgspec builds a type's decoding tables on first use; several electors doing that at the
+# same moment (``kubeberth up`` runs four) crashed the process. Built here, at import, once.
+msgspec.json.Decoder(Lease)
 
 
 def _micro_time(now: float) -> dt.datetime:
@@ -37,7 +40,6 @@ class LeaderElector:
                  lease_duration: float = 15.0, renew_deadline: float = 10.0,
                  retry_period: float = 2.0, clock: Callable[[], float] = time.monotonic,
                  on_lost: Callable[[], None] | None = None) -> None:
-        prepare_decoding(Lease)
         self.client = client
         self.name = name
         self.namespace = namespace
