@@ -36,10 +36,10 @@ def load_configuration(path: Path | None) -> KueueConfiguration:
 
 @live_command(metrics_port=8080, lease_name="kubeberth-admission")
 def admission_command(
-    live: LiveOptions,
     config: Annotated[Path | None, typer.Option(
         "--config", help="Kueue Configuration (config.kueue.x-k8s.io): fairSharing, "
                          "waitForPodsReady, featureGates (default: Kueue's defaults).")] = None,
+    *, live: LiveOptions,
 ) -> None:
     """Admit Kueue Workloads (and queue-labelled Jobs and pods) as Kueue does, with the same
     policy as `kubeberth admit`: write status.admission, start Jobs, ungate pods, preempt."""

@@ -23,13 +23,13 @@ from kubeberth.descheduling.registry import build_descheduler
 
 @live_command(metrics_port=10258, lease_name="kubeberth-descheduler")
 def descheduler_command(
-    live: LiveOptions,
     policy: Annotated[Path, typer.Option(
         "--policy", help="DeschedulerPolicy (descheduler/v1alpha2).")],
     interval: Annotated[str, typer.Option(
         "--descheduling-interval", help="Time between passes, a Go duration such as 5m "
                                         "(0: one pass, then exit, as upstream).")] = "5m",
     once: Annotated[bool, typer.Option("--once", help="Run one pass, then exit.")] = False,
+    *, live: LiveOptions,
 ) -> None:
     """Evict pods as the DeschedulerPolicy says, every interval, through the eviction API
     (the same passes `kubeberth deschedule` prints)."""

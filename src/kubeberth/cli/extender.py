@@ -7,10 +7,7 @@ The policy side and the exact state it judges against are in :mod:`kubeberth.liv
 
 from __future__ import annotations
 
-import signal
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
@@ -24,6 +21,7 @@ from kubeberth.cli.live_common import (
     renamed,
 )
 from kubeberth.config.manifests import load_manifests
+from kubeberth.live.controller import stop_on_signals
 from kubeberth.live.extender import ExtenderServer, ExtenderService, make_app
 from kubeberth.live.metrics import server_tls
 from kubeberth.scheduling.config.loader import load_scheduler_config
@@ -68,13 +66,7 @@ def extender_command(
         err_console.print(f"[bold red]error:[/] cannot serve on {host}:{port}: {err}",
                           highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    stop = threading.Event()
-
-    def on_signal(_sig: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = stop_on_signals()
     console.print(f"serving profile {service.profile!r} as an extender at {server.url}",
                   highlight=False)
     console.print(f"extenders: [{{urlPrefix: {server.url}, filterVerb: filter, prioritizeVerb: "

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from lightkube import Client
 
     from kubeberth.live.controller import Controller
-    from kubeberth.live.leader import LeaderElector
+    from kubeberth.live.leader import LeaderElector, LeaseTiming
 
 _err = Console(stderr=True)
 T = TypeVar("T")
@@ -58,9 +58,7 @@ class LiveOptions:
     leader_elect: bool
     lease_name: str
     lease_namespace: str
-    lease_duration: float
-    renew_deadline: float
-    retry_period: float
+    lease: LeaseTiming
     tls_cert_file: Path | None
     tls_private_key_file: Path | None
 
@@ -73,8 +71,7 @@ class LiveOptions:
         """The Lease-based elector, or None with ``--no-leader-elect``."""
         if not self.leader_elect:
             return None
-        return elector(client, self.lease_name, self.lease_namespace,
-                       (self.lease_duration, self.renew_deadline, self.retry_period))
+        return elector(client, self.lease_name, self.lease_namespace, self.lease)
 
     def tls(self) -> ssl.SSLContext | None:
         """The health/metrics server's TLS context, or None to serve plain HTTP."""
@@ -90,10 +87,12 @@ class LiveOptions:
 
 
 def leader_timing(lease: float, renew: float | None = None, retry: float | None = None
-                  ) -> tuple[float, float, float]:
+                  ) -> LeaseTiming:
     """Lease duration, renew deadline and retry period in seconds; unset ones follow
     upstream's ratios (15s, 10s, 2s: renew at 2/3 of the lease, retry at 1/5 of the renew
     deadline), and they must nest as upstream requires (lease > renew deadline > retry)."""
+    from kubeberth.live.leader import LeaseTiming
+
     if lease <= 0:
         raise InputError(f"the lease duration {lease:g}s is not positive",
                          field="--leader-elect-lease-duration",
@@ -108,7 +107,7 @@ def leader_timing(lease: float, renew: float | None = None, retry: float | None 
         raise InputError(f"the retry period ({retry:g}s) is not between 0 and the renew "
                          f"deadline ({renew:g}s)", field="--leader-elect-retry-period",
                          expected="a retry period above 0 and below the renew deadline")
-    return lease, renew, retry
+    return LeaseTiming(lease, renew, retry)
 
 
 def _optional_duration(text: str | None, flag: str) -> float | None:
@@ -138,20 +137,20 @@ def _block(metrics_port: int, lease_name: str) -> list[inspect.Parameter]:
         opt("leader_elect", Annotated[bool, typer.Option(
             "--leader-elect/--no-leader-elect", help="Act only while holding the leader "
                                                      "Lease.")], True),
-        opt("leader_elect_resource_name", Annotated[str, typer.Option(
+        opt("lease_name", Annotated[str, typer.Option(
             "--leader-elect-resource-name", help="Name of the leader Lease.")], lease_name),
-        opt("leader_elect_resource_namespace", Annotated[str, typer.Option(
+        opt("lease_namespace", Annotated[str, typer.Option(
             "--leader-elect-resource-namespace", help="Namespace of the leader Lease.")],
             "kube-system"),
-        opt("leader_elect_lease_duration", Annotated[str, typer.Option(
+        opt("lease_duration", Annotated[str, typer.Option(
             "--leader-elect-lease-duration", help="How long a standby waits for an unrenewed "
                                                   "Lease before taking over (a Go duration "
                                                   "or seconds).")], "15s"),
-        opt("leader_elect_renew_deadline", Annotated[str | None, typer.Option(
+        opt("renew_deadline", Annotated[str | None, typer.Option(
             "--leader-elect-renew-deadline", help="How long the leader tries to renew before "
                                                   "it stops leading (default: 2/3 of the "
                                                   "lease duration).")], None),
-        opt("leader_elect_retry_period", Annotated[str | None, typer.Option(
+        opt("retry_period", Annotated[str | None, typer.Option(
             "--leader-elect-retry-period", help="Time between attempts to acquire or renew "
                                                 "(default: 1/5 of the renew deadline).")],
             None),
@@ -171,20 +170,20 @@ def live_command(*, metrics_port: int, lease_name: str
         @functools.wraps(command)
         def run(**kwargs: Any) -> None:
             values = {name: kwargs.pop(name) for name in names}
-            lease, renew, retry = build(lambda: leader_timing(
-                parse_duration(values["leader_elect_lease_duration"],
+            timing = build(lambda: leader_timing(
+                parse_duration(values["lease_duration"],
                                "--leader-elect-lease-duration"),
-                _optional_duration(values["leader_elect_renew_deadline"],
+                _optional_duration(values["renew_deadline"],
                                    "--leader-elect-renew-deadline"),
-                _optional_duration(values["leader_elect_retry_period"],
+                _optional_duration(values["retry_period"],
                                    "--leader-elect-retry-period")))
             command(live=LiveOptions(
                 kubeconfig=values["kubeconfig"], dry_run=values["dry_run"],
                 metrics_address=values["metrics_address"], metrics_port=values["metrics_port"],
                 leader_elect=values["leader_elect"],
-                lease_name=values["leader_elect_resource_name"],
-                lease_namespace=values["leader_elect_resource_namespace"],
-                lease_duration=lease, renew_deadline=renew, retry_period=retry,
+                lease_name=values["lease_name"],
+                lease_namespace=values["lease_namespace"],
+                lease=timing,
                 tls_cert_file=values["tls_cert_file"],
                 tls_private_key_file=values["tls_private_key_file"]), **kwargs)
 
@@ -230,15 +229,12 @@ def connect(kubeconfig: Path | None) -> Client:
                          expected="a kubeconfig file, or in-cluster credentials") from None
 
 
-def elector(client: Client, name: str, namespace: str,
-            timing: tuple[float, float, float]) -> LeaderElector:
-    """A Lease-based elector with a unique identity and :func:`leader_timing`'s durations."""
+def elector(client: Client, name: str, namespace: str, timing: LeaseTiming) -> LeaderElector:
+    """A Lease-based elector with a unique identity."""
     from kubeberth.live.leader import LeaderElector
 
-    lease, renew, retry = timing
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
-    return LeaderElector(client, name, namespace, identity, lease_duration=lease,
-                         renew_deadline=renew, retry_period=retry)
+    return LeaderElector(client, name, namespace, identity, timing=timing)
 
 
 def setup_logging() -> None:

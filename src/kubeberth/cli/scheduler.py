@@ -21,7 +21,6 @@ from kubeberth.scheduling.config.loader import load_scheduler_config
 
 @live_command(metrics_port=10259, lease_name="kubeberth-scheduler")
 def scheduler_command(
-    live: LiveOptions,
     config: Annotated[Path | None, typer.Option(
         "--config", "-c", help="KubeSchedulerConfiguration (default: upstream's default "
                                "profile).")] = None,
@@ -31,6 +30,7 @@ def scheduler_command(
     bind_workers: Annotated[int, typer.Option(
         "--bind-workers", help="Threads that send bindings while the control loop schedules "
                                "the next pod (0: bind on the control loop).")] = 16,
+    *, live: LiveOptions,
 ) -> None:
     """Schedule the pods whose schedulerName matches a profile, binding them through the API
     with the same plugins as `simulate` and `explain`."""

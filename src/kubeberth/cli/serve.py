@@ -8,10 +8,7 @@ command to look at it; it runs until interrupted (Ctrl-C or SIGTERM). Kept apart
 from __future__ import annotations
 
 import shlex
-import signal
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
@@ -54,6 +51,7 @@ def serve(
     """Serve an embedded Kubernetes API (kubectl works against it) with a fake kubelet."""
     from kubeberth.apiserver import EmbeddedServer
     from kubeberth.config.manifests import load_manifests
+    from kubeberth.live.controller import stop_on_signals
 
     try:
         manifests = load_manifests(filename) if filename else None
@@ -63,13 +61,7 @@ def serve(
     except InputError as err:
         _err.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    stop = threading.Event()
-
-    def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop = stop_on_signals()
     try:
         if kubeconfig_out is not None:
             server.write_kubeconfig(kubeconfig_out)

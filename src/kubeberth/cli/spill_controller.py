@@ -21,7 +21,6 @@ from kubeberth.spill.config import load_spill_config
 
 @live_command(metrics_port=10262, lease_name="kubeberth-spill-controller")
 def spill_controller_command(
-    live: LiveOptions,
     config: Annotated[Path | None, typer.Option(
         "--config", "-c", help="SpillConfig (kubeberth.io/v1alpha1; default: the defaults "
                                "of docs/spill.md).")] = None,
@@ -29,6 +28,7 @@ def spill_controller_command(
         "--prometheus", help="Prometheus base URL to run the production query against "
                              "(default: controller.signal of the config; with source "
                              "'cluster', the signal is computed from the API).")] = None,
+    *, live: LiveOptions,
 ) -> None:
     """Add or remove vk.node.com/low-gpu-usage on the virtual-kubelet node from the averaged
     free-GPU signal, with the simulator's policy."""

@@ -12,11 +12,8 @@ commands do. It runs until SIGINT or SIGTERM, then stops everything (exit 0).
 from __future__ import annotations
 
 import shlex
-import signal
-import threading
 from importlib.resources import files
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -110,16 +107,17 @@ def up_command(
     kubeconfig_out: Annotated[Path | None, typer.Option(
         "--kubeconfig-out", help="Write the kubeconfig here (default: "
                                  "~/.kube/kubeberth-up.yaml).")] = None,
+    tls_cert_file: TlsCertFileOption = None,
+    tls_private_key_file: TlsPrivateKeyFileOption = None,
     token: Annotated[str | None, typer.Option(
         "--token", help="Require this bearer token on every API request (kubectl sends it "
                         "only over HTTPS: add --tls-cert-file/--tls-private-key-file).")] = None,
-    tls_cert_file: TlsCertFileOption = None,
-    tls_private_key_file: TlsPrivateKeyFileOption = None,
 ) -> None:
     """Start the embedded API server with a demo GPU cluster and all four controllers
     (scheduler, admission, descheduler, spill-controller); print how to look at it."""
     from kubeberth.apiserver import EmbeddedServer
     from kubeberth.config.manifests import load_manifests
+    from kubeberth.live.controller import stop_on_signals
 
     demo = demo_dir()
     kubeconfig = (kubeconfig_out or DEFAULT_KUBECONFIG).expanduser()
@@ -131,13 +129,7 @@ def up_command(
     except InputError as err:
         raise fail(err) from None
     running: list[Controller[Any]] = []
-    stop = threading.Event()
-
-    def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop = stop_on_signals()
     failed: list[str] = []
     try:
         try:

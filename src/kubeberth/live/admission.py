@@ -44,7 +44,7 @@ from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Event, Namespace, Pod
 from lightkube.resources.scheduling_v1 import PriorityClass
 from lightkube.types import PatchType
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import Counter, Gauge, Histogram
 
 from kubeberth.admission import AdmissionState, run_cycle
 from kubeberth.admission.model import (
@@ -72,6 +72,7 @@ from kubeberth.live.controller import Controller
 from kubeberth.live.events import EventRecorder
 from kubeberth.live.informer import SYNC
 from kubeberth.live.leader import LeaderElector
+from kubeberth.live.metrics import ControllerMetrics
 
 log = logging.getLogger("kubeberth.admission")
 
@@ -156,11 +157,12 @@ class AdmissionEvents(EventRecorder):
             source=EventSource(component=COMPONENT), reportingComponent=COMPONENT))
 
 
-class AdmissionMetrics:
+class AdmissionMetrics(ControllerMetrics):
     """Kueue's series, under Kueue's names and labels, in a registry of the controller."""
 
     def __init__(self) -> None:
-        r = self.registry = CollectorRegistry(auto_describe=True)
+        super().__init__()
+        r = self.registry
         self.attempts = Counter("kueue_admission_attempts", "The total number of attempts to "
                                 "admit workloads.", ["result"], registry=r)
         self.attempt_duration = Histogram("kueue_admission_attempt_duration_seconds",
@@ -197,9 +199,6 @@ class AdmissionMetrics:
         self.status = Gauge("kueue_cluster_queue_status", "The status of a cluster_queue "
                             "(pending, active or terminated).", ["cluster_queue", "status"],
                             registry=r)
-
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
 
 
 @dataclass(slots=True, frozen=True)

@@ -25,10 +25,10 @@ import threading
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kubeberth.live.informer import Decode, Events, Informer, drain
-from kubeberth.live.metrics import HealthServer
+from kubeberth.live.metrics import ControllerMetrics, HealthServer
 
 if TYPE_CHECKING:
     import ssl
@@ -45,11 +45,20 @@ STALE_AFTER = 30.0  # seconds without a turn of the loop before /healthz fails
 SYNC_POLL = 0.05  # how often the loop looks at the informers before they have synced
 
 
-class Metrics(Protocol):
-    def exposition(self) -> bytes: ...
+M = TypeVar("M", bound=ControllerMetrics)
 
 
-M = TypeVar("M", bound=Metrics)
+def stop_on_signals(stop: threading.Event | None = None) -> threading.Event:
+    """``stop`` (a new event by default), set by SIGINT or SIGTERM; call from the main
+    thread."""
+    event = threading.Event() if stop is None else stop
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        event.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    return event
 
 
 class Controller(Generic[M]):
@@ -68,10 +77,10 @@ class Controller(Generic[M]):
         self.client = client
         self.metrics = metrics
         self.clock = clock
+        self.stop = threading.Event()
         self.elector = elector
         self.recorder = recorder
         self.watch_timeout = watch_timeout
-        self.stop = threading.Event()
         self.events: Events = queue.Queue()
         self.informers: list[Informer] = []
         self.started = False  # the first lists are applied
@@ -223,11 +232,7 @@ class Controller(Generic[M]):
     def run_until_signalled(self) -> None:
         """Run until SIGINT or SIGTERM (or the loop ends), then shut down; call it from the
         main thread."""
-        def on_signal(_signum: int, _frame: FrameType | None) -> None:
-            self.stop.set()
-
-        signal.signal(signal.SIGINT, on_signal)
-        signal.signal(signal.SIGTERM, on_signal)
+        stop_on_signals(self.stop)
         worker = self.start()
         try:
             while worker.is_alive():

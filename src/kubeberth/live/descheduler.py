@@ -34,7 +34,7 @@ from lightkube.resources.core_v1 import Node as KNode
 from lightkube.resources.core_v1 import Pod as KPod
 from lightkube.resources.policy_v1 import PodDisruptionBudget as KPodDisruptionBudget
 from lightkube.resources.scheduling_v1 import PriorityClass as KPriorityClass
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import Counter, Histogram
 from prometheus_client.core import Metric
 
 from kubeberth.api.errors import InputError
@@ -46,6 +46,7 @@ from kubeberth.live.cache import TYPED_KINDS, Store, decode, document
 from kubeberth.live.controller import Controller
 from kubeberth.live.events import EventRecorder
 from kubeberth.live.leader import LeaderElector
+from kubeberth.live.metrics import ControllerMetrics
 
 log = logging.getLogger("kubeberth.descheduler")
 
@@ -100,11 +101,11 @@ class EvictedPods:
         return [metric]
 
 
-class DeschedulerMetrics:
+class DeschedulerMetrics(ControllerMetrics):
     """Upstream's series, in a registry private to the controller."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
+        super().__init__()
         self.evicted = EvictedPods()
         self.registry.register(self.evicted)
         help_ = "Time taken to complete a full descheduling cycle"
@@ -119,9 +120,6 @@ class DeschedulerMetrics:
         self.passes = Counter("kubeberth_descheduler_passes", "Descheduling passes, by outcome "
                               "(run, skipped: fewer than two ready nodes).", ["outcome"],
                               registry=self.registry)
-
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
 
 
 @dataclass(slots=True, frozen=True)

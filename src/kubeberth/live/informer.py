@@ -131,13 +131,13 @@ class Informer:
         self.resource = resource
         self.sink = sink
         self.decode = decode
+        self.stats = InformerStats()
         self.stop = stop
+        self.synced = threading.Event()
+        self.error: BaseException | None = None
         self.watch_timeout = watch_timeout
         self.retry_delay = retry_delay
         self.absent_retry = absent_retry
-        self.synced = threading.Event()
-        self.stats = InformerStats()
-        self.error: BaseException | None = None
         info = api_info(resource).resource
         # List items come without apiVersion and kind; the decoders want both.
         self._type = {"apiVersion": f"{info.group}/{info.version}" if info.group

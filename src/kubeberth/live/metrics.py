@@ -54,9 +54,19 @@ def _status_label(ret: Any) -> str:
     return "Success"
 
 
-class SchedulerMetrics:
+class ControllerMetrics:
+    """A controller's own registry and its exposition for ``/metrics``."""
+
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class SchedulerMetrics(ControllerMetrics):
+    def __init__(self) -> None:
+        super().__init__()
         self.pending = Gauge("scheduler_pending_pods", "Number of pending pods, by the queue "
                              "type.", ["queue"], registry=self.registry)
         self.attempts = Counter("scheduler_schedule_attempts", "Number of attempts to schedule "
@@ -90,9 +100,6 @@ class SchedulerMetrics:
                                profile=profile).observe(time.perf_counter() - start)
             return ret
         return wrapper
-
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
 
 
 def server_tls(cert: Path, key: Path | None) -> ssl.SSLContext:

@@ -35,11 +35,12 @@ from lightkube.core.resource import Resource
 from lightkube.resources.core_v1 import Node as KNode
 from lightkube.resources.core_v1 import Pod as KPod
 from lightkube.types import PatchType
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import Counter, Gauge
 
 from kubeberth.live.cache import Store, decode
 from kubeberth.live.controller import Controller
 from kubeberth.live.leader import LeaderElector
+from kubeberth.live.metrics import ControllerMetrics
 from kubeberth.live.prometheus import PrometheusSignal
 from kubeberth.spill.config import SpillConfig
 from kubeberth.spill.policy import ADD, ControllerState, Decision, step
@@ -54,11 +55,12 @@ API_RESOURCES: dict[str, type[Resource]] = {"Node": KNode, "Pod": KPod}
 PATCH_ATTEMPTS = 3
 
 
-class SpillMetrics:
+class SpillMetrics(ControllerMetrics):
     """The simulator's controller series plus the live path's fault and staleness gauges."""
 
     def __init__(self, threshold: float) -> None:
-        r = self.registry = CollectorRegistry(auto_describe=True)
+        super().__init__()
+        r = self.registry
         self.flips = Counter("kubeberth_spill_taint_flips", "Taint changes on the VK node.",
                              ["direction"], registry=r)
         self.seconds = Counter("kubeberth_spill_state_seconds", "Seconds spent with the "
@@ -80,9 +82,6 @@ class SpillMetrics:
         self.age = Gauge("kubeberth_spill_signal_age_seconds", "Seconds since the last good "
                          "reading (since start when there was none).", registry=r)
         self.threshold.set(threshold)
-
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
 
 
 @dataclass(slots=True, frozen=True)
