@@ -59,8 +59,7 @@ class LiveOptions:
     lease_name: str
     lease_namespace: str
     lease: LeaseTiming
-    tls_cert_file: Path | None
-    tls_private_key_file: Path | None
+    tls: ssl.SSLContext | None  # the health/metrics server's; None: plain HTTP
 
     def connect(self) -> Client:
         """A lightkube client for ``--kubeconfig``, else in-cluster config, else
@@ -73,17 +72,18 @@ class LiveOptions:
             return None
         return elector(client, self.lease_name, self.lease_namespace, self.lease)
 
-    def tls(self) -> ssl.SSLContext | None:
-        """The health/metrics server's TLS context, or None to serve plain HTTP."""
-        from kubeberth.live.metrics import server_tls
 
-        if self.tls_cert_file is None:
-            if self.tls_private_key_file is not None:
-                raise InputError("--tls-private-key-file without --tls-cert-file",
-                                 field="--tls-cert-file",
-                                 expected="both flags, or neither to serve plain HTTP")
-            return None
-        return server_tls(self.tls_cert_file, self.tls_private_key_file)
+def _tls(cert: Path | None, key: Path | None) -> ssl.SSLContext | None:
+    """The TLS context of ``--tls-cert-file``/``--tls-private-key-file``, None for HTTP."""
+    from kubeberth.live.metrics import server_tls
+
+    if cert is None:
+        if key is not None:
+            raise InputError("--tls-private-key-file without --tls-cert-file",
+                             field="--tls-cert-file",
+                             expected="both flags, or neither to serve plain HTTP")
+        return None
+    return server_tls(cert, key)
 
 
 def leader_timing(lease: float, renew: float | None = None, retry: float | None = None
@@ -177,6 +177,7 @@ def live_command(*, metrics_port: int, lease_name: str
                                    "--leader-elect-renew-deadline"),
                 _optional_duration(values["retry_period"],
                                    "--leader-elect-retry-period")))
+            tls = build(lambda: _tls(values["tls_cert_file"], values["tls_private_key_file"]))
             command(live=LiveOptions(
                 kubeconfig=values["kubeconfig"], dry_run=values["dry_run"],
                 metrics_address=values["metrics_address"], metrics_port=values["metrics_port"],
@@ -184,8 +185,7 @@ def live_command(*, metrics_port: int, lease_name: str
                 lease_name=values["lease_name"],
                 lease_namespace=values["lease_namespace"],
                 lease=timing,
-                tls_cert_file=values["tls_cert_file"],
-                tls_private_key_file=values["tls_private_key_file"]), **kwargs)
+                tls=tls), **kwargs)
 
         run.__signature__ = own.replace(parameters=[*params, *block])  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in [*params, *block]}
@@ -257,11 +257,10 @@ def build(make: Callable[[], T]) -> T:
 def run_controller(controller: Controller[Any], live: LiveOptions, *, banner: str) -> None:
     """Serve health and metrics, run the control loop until SIGINT/SIGTERM, a lost Lease or a
     failure (exit 1), then stop everything; the banner says when nothing is written."""
-    tls = build(live.tls)
     setup_logging()
     name = controller.name
     try:
-        health = controller.serve(live.metrics_address, live.metrics_port, tls=tls)
+        health = controller.serve(live.metrics_address, live.metrics_port, tls=live.tls)
     except OSError as err:
         _err.print(f"[bold red]error:[/] cannot listen on {live.metrics_address}:"
                    f"{live.metrics_port}: {err}", highlight=False, soft_wrap=True)
