@@ -15,7 +15,7 @@ from tests.live.harness import Live, wait_for, write
 
 from kubeberth.descheduling.policy import load_descheduler_policy
 from kubeberth.live.descheduler import LiveDescheduler
-from kubeberth.live.leader import LeaderElector
+from kubeberth.live.leader import LeaderElector, LeaseTiming
 from kubeberth.live.spill import LiveSpillController
 from kubeberth.spill.config import SpillConfig, load_spill_config
 
@@ -141,8 +141,7 @@ def descheduler(live: Live, tmp_path: Path, *, policy: str = POLICY, interval: f
     pol = load_descheduler_policy(write(tmp_path / "policy.yaml", policy))
     client = live.client()
     elector = LeaderElector(client, "kubeberth-descheduler", "kube-system", identity,
-                            lease_duration=1.0, renew_deadline=0.6,
-                            retry_period=0.05) if identity else None
+                            timing=LeaseTiming(1.0, 0.6, 0.05)) if identity else None
     ctl = LiveDescheduler(pol, client, interval=interval, dry_run=dry_run, elector=elector)
     start(live, ctl)
     if wait_ready:
@@ -171,8 +170,7 @@ def spill_controller(live: Live, cfg: SpillConfig, *, prometheus: str | None = N
                      dry_run: bool = False, identity: str = "") -> LiveSpillController:
     client = live.client()
     elector = LeaderElector(client, "kubeberth-spill-controller", "kube-system", identity,
-                            lease_duration=1.0, renew_deadline=0.6,
-                            retry_period=0.05) if identity else None
+                            timing=LeaseTiming(1.0, 0.6, 0.05)) if identity else None
     ctl = LiveSpillController(cfg, client, prometheus=prometheus, dry_run=dry_run,
                               elector=elector)
     start(live, ctl)

@@ -21,7 +21,7 @@ from kubeberth.cli.admit import admit, contract
 from kubeberth.cli.main import app
 from kubeberth.config.manifests import load_manifests
 from kubeberth.live.admission import LiveAdmission
-from kubeberth.live.leader import LeaderElector
+from kubeberth.live.leader import LeaderElector, LeaseTiming
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -568,7 +568,7 @@ def test_only_the_leader_admits_and_a_standby_takes_over(live: Live, ctl: Ctl,
     def candidate(identity: str) -> LiveAdmission:
         client = live.client()
         elector = LeaderElector(client, "kubeberth-admission", "kube-system", identity,
-                                lease_duration=1.0, renew_deadline=0.6, retry_period=0.05)
+                                timing=LeaseTiming(1.0, 0.6, 0.05))
         return ctl.start(client=client, elector=elector)
 
     one = candidate("one")

@@ -20,6 +20,7 @@ from tests.live.spillenv import (
     spilled,
 )
 
+from kubeberth.api.objects import to_dict
 from kubeberth.live.metrics import HealthServer
 
 
@@ -104,7 +105,8 @@ def test_api_429_skips_the_pod_and_is_not_retried(live: Live, tmp_path: Path) ->
     ctl = descheduler(live, tmp_path, interval=3600)
     wait_for(lambda: ctl.passes == 1, "the first pass (nothing to evict)")
     live.kubectl("taint", "nodes", VK, f"{LOW}=true:NoSchedule")
-    wait_for(lambda: LOW in json.dumps(ctl.cache.get("Node", VK)), "the cache to see the taint")
+    wait_for(lambda: LOW in json.dumps(to_dict(ctl.cache.get("Node", VK))),
+             "the cache to see the taint")
     planned = ctl.plan()
     assert sorted(d.pod for d in planned.evictions) == on_vk
     # A budget appears between the pass and its evictions: the race the API's check is for.
@@ -126,7 +128,8 @@ def test_a_pass_right_after_evictions_does_not_evict_again(live: Live,
     ctl = descheduler(live, tmp_path, interval=3600)
     wait_for(lambda: ctl.passes == 1, "the first pass (nothing to evict)")
     live.kubectl("taint", "nodes", VK, f"{LOW}=true:NoSchedule")
-    wait_for(lambda: LOW in json.dumps(ctl.cache.get("Node", VK)), "the cache to see the taint")
+    wait_for(lambda: LOW in json.dumps(to_dict(ctl.cache.get("Node", VK))),
+             "the cache to see the taint")
     first = ctl.apply(ctl.plan().evictions)
     assert sorted(o.pod for o in first) == on_vk and {o.result for o in first} == {"evicted"}
     # Whether or not the watch has reported the deletions yet, the evicted pods are not judged
@@ -154,7 +157,7 @@ def test_dropped_watches_and_410_are_survived(live: Live, tmp_path: Path) -> Non
     assert srv is not None
     ctl = descheduler(live, tmp_path)
     wait_for(lambda: ctl.passes >= 1, "a pass")
-    lists = sum(inf.stats.lists for inf in ctl.cache.informers)
+    lists = sum(inf.stats.lists for inf in ctl.informers)
 
     def drop() -> None:
         srv.api.store.compact()
@@ -171,8 +174,8 @@ def test_dropped_watches_and_410_are_survived(live: Live, tmp_path: Path) -> Non
 
     srv.call(drop)
     wait_for(lambda: len(running_on(live, "gpu-1", "llm")) == 2, "the pods to come back")
-    assert sum(inf.stats.lists for inf in ctl.cache.informers) > lists
-    assert json.dumps(ctl.cache.get("Node", "gpu-1")).count('"rev": "7"') == 1
+    assert sum(inf.stats.lists for inf in ctl.informers) > lists
+    assert json.dumps(to_dict(ctl.cache.get("Node", "gpu-1"))).count('"rev": "7"') == 1
     assert sorted(o.pod for o in ctl.outcomes) == on_vk
 
 

@@ -5,15 +5,15 @@ watch is a fault) and the eviction counter's two upstream names."""
 
 from __future__ import annotations
 
-import threading
+import contextlib
 from pathlib import Path
 from typing import Any
 
-from lightkube import Client, KubeConfig
 from tests.live.spillenv import spill_config
 
+from kubeberth.api.errors import InputError
 from kubeberth.api.times import parse_time
-from kubeberth.live.cache import ObjectCache
+from kubeberth.live.cache import TYPED_KINDS, Store, decode
 from kubeberth.live.descheduler import DeschedulerMetrics, snapshot_of
 from kubeberth.live.informer import SYNC
 from kubeberth.live.spill import API_RESOURCES, ApiSignal
@@ -45,6 +45,21 @@ def _pod(name: str, node: str, gpus: int, phase: str = "Running",
             "status": {"phase": phase}}
 
 
+def _typed(objects: dict[str, list[dict[str, Any]]]) -> dict[str, list[Any]]:
+    """What the informers hand the descheduler: typed objects (the refused left out, as an
+    informer leaves them out) and the owner kinds as dicts."""
+    out: dict[str, list[Any]] = {}
+    for kind, items in objects.items():
+        out[kind] = []
+        for item in items:
+            if kind not in TYPED_KINDS:
+                out[kind].append({**item, "kind": kind})
+                continue
+            with contextlib.suppress(InputError):
+                out[kind].append(decode(item))
+    return out
+
+
 def test_descheduler_snapshot_reads_owners_scale_and_skips_bad_objects() -> None:
     objects = {
         "Node": [_node("a", 4), _node("b", 4)],
@@ -62,7 +77,7 @@ def test_descheduler_snapshot_reads_owners_scale_and_skips_bad_objects() -> None
         "Job": [{"apiVersion": "batch/v1", "metadata": {"name": "etl", "namespace": "default"},
                  "spec": {"parallelism": 3}}],
     }
-    snap = snapshot_of(objects, NOW)
+    snap = snapshot_of(_typed(objects), NOW)
     assert [p.key for p in snap.pods] == ["default/web-1", "default/web-2"]
     assert [n.metadata.name for n in snap.nodes] == ["a", "b"]
     assert snap.owner_replicas == {("Deployment", "default", "web"): 5,
@@ -79,16 +94,16 @@ def _classy(node: str) -> dict[str, Any]:
     return pod
 
 
-def _cache(objects: dict[str, list[dict[str, Any]]]) -> ObjectCache:
-    client = Client(config=KubeConfig.from_dict({
-        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
-        "users": [{"name": "u", "user": {}}],
-        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "x"}))
-    cache = ObjectCache(client, API_RESOURCES, stop=threading.Event())
-    for kind, items in objects.items():
-        cache._sink(kind, SYNC, items)
+def _cache(objects: dict[str, list[dict[str, Any]]]) -> Store:
+    cache = Store(API_RESOURCES)
+    for kind, items in _typed(objects).items():
+        cache.apply(kind, SYNC, {o.key if kind == "Pod" else o.metadata.name: o for o in items})
     return cache
+
+
+def _event(cache: Store, type_: str, pod: dict[str, Any]) -> None:
+    typed = decode(pod)
+    cache.apply("Pod", type_, (typed.key, None if type_ == "DELETED" else typed))
 
 
 def test_api_signal_counts_running_pods_on_eligible_nodes(tmp_path: Path) -> None:
@@ -101,24 +116,21 @@ def test_api_signal_counts_running_pods_on_eligible_nodes(tmp_path: Path) -> Non
                 _pod("cordoned", "gpu-2", 2), _pod("vk", "virtual-kubelet", 8),
                 _classy("gpu-3")]})
     cfg = spill_config(tmp_path)
-    assert ApiSignal(cache, cfg).read(NOW).value == 2.0  # 4 - run - batch
+    assert ApiSignal(cache, list, cfg).read(NOW).value == 2.0  # 4 - run - batch
     cfg.controller.exclude_pods = ExcludePods(match_labels={"tier": "batch"})
-    reading = ApiSignal(cache, cfg).read(NOW)
+    reading = ApiSignal(cache, list, cfg).read(NOW)
     assert (reading.value, reading.at, reading.fault) == (3.0, NOW, "")
     # A deletion and a new Running pod arrive through the watch.
-    cache._sink("Pod", "DELETED", _pod("run", "gpu-1", 1))
-    cache._sink("Pod", "ADDED", _pod("new", "gpu-1", 3))
-    assert ApiSignal(cache, cfg).read(NOW).value == 1.0
-    cache._sink("Pod", "BOOKMARK", {"metadata": {"resourceVersion": "9"}})
-    assert ApiSignal(cache, cfg).read(NOW).value == 1.0
-    cache._sink("Pod", "MODIFIED", _classy("gpu-1"))  # moved to a counted node: it counts
-    assert ApiSignal(cache, cfg).read(NOW).value == 0.0
+    _event(cache, "DELETED", _pod("run", "gpu-1", 1))
+    _event(cache, "ADDED", _pod("new", "gpu-1", 3))
+    assert ApiSignal(cache, list, cfg).read(NOW).value == 1.0
+    _event(cache, "MODIFIED", _classy("gpu-1"))  # moved to a counted node: it counts
+    assert ApiSignal(cache, list, cfg).read(NOW).value == 0.0
 
 
 def test_a_broken_watch_is_a_fault(tmp_path: Path) -> None:
     cache = _cache({"Node": [_node("gpu-1", 4)], "Pod": []})
-    cache.informers[1].error = OSError("connection reset")
-    reading = ApiSignal(cache, spill_config(tmp_path)).read(NOW)
+    reading = ApiSignal(cache, lambda: ["Pod"], spill_config(tmp_path)).read(NOW)
     assert reading.value is None
     assert reading.fault == "signal from the API is stale: the watch of Pod is down"
 

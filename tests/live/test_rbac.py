@@ -40,12 +40,13 @@ from tests.live.spillenv import (
     vk_node,
 )
 
+from kubeberth.api.objects import to_dict
 from kubeberth.apiserver.audit import Access
 from kubeberth.descheduling.policy import load_descheduler_policy
 from kubeberth.live.admission import KueueResources, LiveAdmission
 from kubeberth.live.deploy import rbac_rows, scheduler_reads_config_maps
 from kubeberth.live.descheduler import LiveDescheduler
-from kubeberth.live.leader import LeaderElector
+from kubeberth.live.leader import LeaderElector, LeaseTiming
 from kubeberth.live.scheduler import LiveScheduler
 from kubeberth.live.spill import LiveSpillController
 from kubeberth.scheduling.config.loader import load_scheduler_config
@@ -104,7 +105,7 @@ def run_scheduler(live: Live, tmp_path: Path, token: str, config: Path | None = 
                      + PRIORITIES), audit=True)
     client = RacingClient(live, token, "small")
     elector = LeaderElector(client, "kubeberth-scheduler", "kube-system", "rbac",
-                            lease_duration=1.0, renew_deadline=0.6, retry_period=0.05)
+                            timing=LeaseTiming(1.0, 0.6, 0.05))
     ctl = LiveScheduler(load_scheduler_config(config), in_tree_registry(), client,
                         elector=elector)
     thread = threading.Thread(target=ctl.run, daemon=True)
@@ -138,7 +139,7 @@ def run_scheduler_network(live: Live, tmp_path: Path, token: str) -> None:
 def elector(client: Client, controller: str) -> LeaderElector:
     """A candidate with short periods, so the scenario sees acquire, renewals and release."""
     return LeaderElector(client, f"kubeberth-{controller}", "kube-system", "rbac",
-                         lease_duration=1.0, renew_deadline=0.6, retry_period=0.05)
+                         timing=LeaseTiming(1.0, 0.6, 0.05))
 
 
 def run_descheduler(live: Live, tmp_path: Path, token: str) -> None:
@@ -153,7 +154,8 @@ def run_descheduler(live: Live, tmp_path: Path, token: str) -> None:
     start(live, ctl)
     wait_for(lambda: ctl.passes == 1, "the first pass (nothing to evict)")
     live.kubectl("taint", "nodes", VK, f"{LOW}=true:NoSchedule")
-    wait_for(lambda: LOW in json.dumps(ctl.cache.get("Node", VK)), "the cache to see the taint")
+    wait_for(lambda: LOW in json.dumps(to_dict(ctl.cache.get("Node", VK))),
+             "the cache to see the taint")
     planned = ctl.plan().evictions
     assert sorted(d.pod for d in planned) == on_vk
     first = ctl.apply(planned[:1])

@@ -15,7 +15,7 @@ import httpx
 from lightkube.resources.coordination_v1 import Lease
 from tests.live.harness import Live, bound, node, pod, wait_for, write
 
-from kubeberth.live.leader import LeaderElector
+from kubeberth.live.leader import LeaderElector, LeaseTiming
 from kubeberth.live.metrics import HealthServer
 from kubeberth.live.scheduler import LiveScheduler
 from kubeberth.scheduling.config.loader import load_scheduler_config
@@ -25,7 +25,7 @@ from kubeberth.scheduling.registry import in_tree_registry
 def _candidate(live: Live, identity: str) -> LiveScheduler:
     client = live.client()
     elector = LeaderElector(client, "kubeberth-scheduler", "kube-system", identity,
-                            lease_duration=1.0, renew_deadline=0.6, retry_period=0.05)
+                            timing=LeaseTiming(1.0, 0.6, 0.05))
     ctl = LiveScheduler(load_scheduler_config(None), in_tree_registry(), client,
                         elector=elector)
     thread = threading.Thread(target=ctl.run, daemon=True)

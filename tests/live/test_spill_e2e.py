@@ -288,7 +288,7 @@ def test_api_signal_survives_dropped_watches_and_410(live: Live, tmp_path: Path)
     ctl = spill_controller(live, spill_config(tmp_path, stabilization=0.6))
     wait_for(lambda: len(ctl.ticks) >= 3, "three ticks")
     assert ctl.cache is not None
-    lists = sum(inf.stats.lists for inf in ctl.cache.informers)
+    lists = sum(inf.stats.lists for inf in ctl.informers)
 
     def drop() -> None:
         srv.api.store.compact()
@@ -299,5 +299,5 @@ def test_api_signal_survives_dropped_watches_and_410(live: Live, tmp_path: Path)
 
     srv.call(drop)
     wait_for(lambda: LOW in node_taints(live, VK), "the taint once the re-list shows 4 free")
-    assert sum(inf.stats.lists for inf in ctl.cache.informers) > lists
+    assert sum(inf.stats.lists for inf in ctl.informers) > lists
     assert ctl.ticks[-1].value == 4.0 or any(t.value == 4.0 for t in ctl.ticks)

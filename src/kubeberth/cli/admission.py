@@ -16,20 +16,7 @@ import typer
 
 from kubeberth.admission.model import KueueConfiguration, load_kueue
 from kubeberth.api.errors import InputError
-from kubeberth.cli.live_common import (
-    DryRunOption,
-    KubeconfigOption,
-    LeaderElectOption,
-    LeaseDurationOption,
-    LeaseNameOption,
-    LeaseNamespaceOption,
-    MetricsAddressOption,
-    MetricsPortOption,
-    connect,
-    elector,
-    fail,
-    run_controller,
-)
+from kubeberth.cli.live_common import LiveOptions, build, live_command, run_controller
 from kubeberth.config.manifests import load_manifests
 
 
@@ -47,30 +34,22 @@ def load_configuration(path: Path | None) -> KueueConfiguration:
     return load_kueue(manifests).config
 
 
+@live_command(metrics_port=8080, lease_name="kubeberth-admission")
 def admission_command(
     config: Annotated[Path | None, typer.Option(
         "--config", help="Kueue Configuration (config.kueue.x-k8s.io): fairSharing, "
                          "waitForPodsReady, featureGates (default: Kueue's defaults).")] = None,
-    kubeconfig: KubeconfigOption = None,
-    dry_run: DryRunOption = False,
-    metrics_port: MetricsPortOption = 8080,
-    metrics_address: MetricsAddressOption = "127.0.0.1",
-    leader_elect: LeaderElectOption = True,
-    lease_name: LeaseNameOption = "kubeberth-admission",
-    lease_namespace: LeaseNamespaceOption = "kube-system",
-    lease_duration: LeaseDurationOption = 15.0,
+    *, live: LiveOptions,
 ) -> None:
     """Admit Kueue Workloads (and queue-labelled Jobs and pods) as Kueue does, with the same
     policy as `kubeberth admit`: write status.admission, start Jobs, ungate pods, preempt."""
     from kubeberth.live.admission import LiveAdmission
 
-    try:
+    def make() -> LiveAdmission:
         cfg = load_configuration(config)
-        client = connect(kubeconfig)
-        leader = elector(client, leader_elect, lease_name, lease_namespace, lease_duration)
-        controller = LiveAdmission(client, config=cfg, dry_run=dry_run, elector=leader)
-    except InputError as err:
-        raise fail(err) from None
-    run_controller("admission", controller, controller.metrics.exposition,
-                   address=metrics_address, port=metrics_port,
-                   banner=f"Kueue {controller.version}", dry_run=dry_run)
+        client = live.connect()
+        return LiveAdmission(client, config=cfg, dry_run=live.dry_run,
+                             elector=live.elector(client))
+
+    controller = build(make)
+    run_controller(controller, live, banner=f"Kueue {controller.version}")

@@ -7,19 +7,23 @@ The policy side and the exact state it judges against are in :mod:`kubeberth.liv
 
 from __future__ import annotations
 
-import signal
-import ssl
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from kubeberth.api.errors import InputError
 from kubeberth.cli.common import err_console, scheduling_registry, user_errors
+from kubeberth.cli.live_common import (
+    TlsCertFileOption,
+    TlsPrivateKeyFileOption,
+    renamed,
+)
 from kubeberth.config.manifests import load_manifests
+from kubeberth.live.controller import stop_on_signals
 from kubeberth.live.extender import ExtenderServer, ExtenderService, make_app
+from kubeberth.live.metrics import server_tls
 from kubeberth.scheduling.config.loader import load_scheduler_config
 
 console = Console()
@@ -36,16 +40,19 @@ def extender_command(
                           "(files, directories; repeatable).")] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port (0: any free port).")] = 8888,
-    tls_cert: Annotated[Path | None, typer.Option(
-        "--tls-cert", help="Serve HTTPS with this PEM certificate (with --tls-key).")] = None,
-    tls_key: Annotated[Path | None, typer.Option(
-        "--tls-key", help="PEM private key of --tls-cert.")] = None,
+    tls_cert_file: TlsCertFileOption = None,
+    tls_private_key_file: TlsPrivateKeyFileOption = None,
+    tls_cert: Annotated[Path | None, typer.Option("--tls-cert", hidden=True)] = None,
+    tls_key: Annotated[Path | None, typer.Option("--tls-key", hidden=True)] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for every random choice.")] = 0,
     plugin: Annotated[list[str] | None, typer.Option(
         "--plugin", help="Out-of-tree plugin to register, as module:attr (repeatable).")] = None,
 ) -> None:
     """Serve a profile's Filter, Score and preemption as extender filter/prioritize/preempt/bind
     verbs (extender v1 JSON), so an unmodified kube-scheduler can use kubeberth policies."""
+    cert = renamed(tls_cert_file, tls_cert, new_flag="--tls-cert-file", old_flag="--tls-cert")
+    key = renamed(tls_private_key_file, tls_key, new_flag="--tls-private-key-file",
+                  old_flag="--tls-key")
     with user_errors():
         cfg = load_scheduler_config(config)
         manifests = load_manifests(cluster) if cluster else None
@@ -53,22 +60,13 @@ def extender_command(
         service = ExtenderService(cfg, scheduling_registry(plugin), manifests, profile=profile,
                                   seed=seed)
     try:
-        ctx = None
-        if tls_cert is not None:
-            ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            ctx.load_cert_chain(tls_cert, tls_key)
+        ctx = server_tls(cert, key) if cert is not None else None
         server = ExtenderServer(make_app(service), host, port, ssl_context=ctx).start()
-    except (OSError, ssl.SSLError) as err:
+    except (OSError, InputError) as err:
         err_console.print(f"[bold red]error:[/] cannot serve on {host}:{port}: {err}",
                           highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    stop = threading.Event()
-
-    def on_signal(_sig: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = stop_on_signals()
     console.print(f"serving profile {service.profile!r} as an extender at {server.url}",
                   highlight=False)
     console.print(f"extenders: [{{urlPrefix: {server.url}, filterVerb: filter, prioritizeVerb: "

@@ -15,41 +15,22 @@ import typer
 
 from kubeberth.api.errors import InputError
 from kubeberth.cli.common import scheduling_registry
-from kubeberth.cli.live_common import (
-    DryRunOption,
-    KubeconfigOption,
-    LeaderElectOption,
-    LeaseDurationOption,
-    LeaseNameOption,
-    LeaseNamespaceOption,
-    MetricsAddressOption,
-    MetricsPortOption,
-    connect,
-    elector,
-    fail,
-    run_controller,
-)
+from kubeberth.cli.live_common import LiveOptions, fail, live_command, run_controller
 from kubeberth.scheduling.config.loader import load_scheduler_config
 
 
+@live_command(metrics_port=10259, lease_name="kubeberth-scheduler")
 def scheduler_command(
     config: Annotated[Path | None, typer.Option(
         "--config", "-c", help="KubeSchedulerConfiguration (default: upstream's default "
                                "profile).")] = None,
-    kubeconfig: KubeconfigOption = None,
-    dry_run: DryRunOption = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed for every random choice.")] = 0,
-    metrics_port: MetricsPortOption = 10259,
-    metrics_address: MetricsAddressOption = "127.0.0.1",
     plugin: Annotated[list[str] | None, typer.Option(
         "--plugin", help="Out-of-tree plugin to register, as module:attr (repeatable).")] = None,
     bind_workers: Annotated[int, typer.Option(
         "--bind-workers", help="Threads that send bindings while the control loop schedules "
                                "the next pod (0: bind on the control loop).")] = 16,
-    leader_elect: LeaderElectOption = True,
-    lease_name: LeaseNameOption = "kubeberth-scheduler",
-    lease_namespace: LeaseNamespaceOption = "kube-system",
-    lease_duration: LeaseDurationOption = 15.0,
+    *, live: LiveOptions,
 ) -> None:
     """Schedule the pods whose schedulerName matches a profile, binding them through the API
     with the same plugins as `simulate` and `explain`."""
@@ -61,11 +42,10 @@ def scheduler_command(
                              field="--bind-workers",
                              expected="0 (bind on the control loop) or more threads")
         cfg = load_scheduler_config(config)
-        client = connect(kubeconfig)
-        leader = elector(client, leader_elect, lease_name, lease_namespace, lease_duration)
+        client = live.connect()
         try:
             controller = LiveScheduler(cfg, scheduling_registry(plugin), client, seed=seed,
-                                       dry_run=dry_run, elector=leader,
+                                       dry_run=live.dry_run, elector=live.elector(client),
                                        bind_workers=bind_workers)
         except InputError as err:
             if err.source is None and cfg.source:
@@ -74,6 +54,4 @@ def scheduler_command(
             raise err from None
     except InputError as err:
         raise fail(err) from None
-    run_controller("scheduler", controller, controller.metrics.exposition,
-                   address=metrics_address, port=metrics_port,
-                   banner=f"profiles {', '.join(controller.sched.frameworks)}", dry_run=dry_run)
+    run_controller(controller, live, banner=f"profiles {', '.join(controller.sched.frameworks)}")

@@ -8,16 +8,14 @@ command to look at it; it runs until interrupted (Ctrl-C or SIGTERM). Kept apart
 from __future__ import annotations
 
 import shlex
-import signal
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from kubeberth.api.errors import InputError
+from kubeberth.cli.live_common import TlsCertFileOption, TlsPrivateKeyFileOption
 
 _err = Console(stderr=True)
 _out = Console(highlight=False, soft_wrap=True)
@@ -47,15 +45,13 @@ def serve(
         "--kubeconfig-out", help="Write a kubeconfig for the server here.")] = None,
     token: Annotated[str | None, typer.Option(
         "--token", help="Require this bearer token on every API request.")] = None,
-    tls_cert_file: Annotated[Path | None, typer.Option(
-        "--tls-cert-file", help="Serve HTTPS with this PEM certificate (self-signed for the "
-                                "loopback address; the kubeconfig trusts it).")] = None,
-    tls_private_key_file: Annotated[Path | None, typer.Option(
-        "--tls-private-key-file", help="The certificate's PEM private key.")] = None,
+    tls_cert_file: TlsCertFileOption = None,
+    tls_private_key_file: TlsPrivateKeyFileOption = None,
 ) -> None:
     """Serve an embedded Kubernetes API (kubectl works against it) with a fake kubelet."""
     from kubeberth.apiserver import EmbeddedServer
     from kubeberth.config.manifests import load_manifests
+    from kubeberth.live.controller import stop_on_signals
 
     try:
         manifests = load_manifests(filename) if filename else None
@@ -65,13 +61,7 @@ def serve(
     except InputError as err:
         _err.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    stop = threading.Event()
-
-    def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop = stop_on_signals()
     try:
         if kubeconfig_out is not None:
             server.write_kubeconfig(kubeconfig_out)

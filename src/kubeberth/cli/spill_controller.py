@@ -15,23 +15,11 @@ from typing import Annotated
 import typer
 
 from kubeberth.api.errors import InputError
-from kubeberth.cli.live_common import (
-    DryRunOption,
-    KubeconfigOption,
-    LeaderElectOption,
-    LeaseDurationOption,
-    LeaseNameOption,
-    LeaseNamespaceOption,
-    MetricsAddressOption,
-    MetricsPortOption,
-    connect,
-    elector,
-    fail,
-    run_controller,
-)
+from kubeberth.cli.live_common import LiveOptions, build, live_command, run_controller
 from kubeberth.spill.config import load_spill_config
 
 
+@live_command(metrics_port=10262, lease_name="kubeberth-spill-controller")
 def spill_controller_command(
     config: Annotated[Path | None, typer.Option(
         "--config", "-c", help="SpillConfig (kubeberth.io/v1alpha1; default: the defaults "
@@ -40,33 +28,23 @@ def spill_controller_command(
         "--prometheus", help="Prometheus base URL to run the production query against "
                              "(default: controller.signal of the config; with source "
                              "'cluster', the signal is computed from the API).")] = None,
-    kubeconfig: KubeconfigOption = None,
-    dry_run: DryRunOption = False,
-    metrics_port: MetricsPortOption = 10262,
-    metrics_address: MetricsAddressOption = "127.0.0.1",
-    leader_elect: LeaderElectOption = True,
-    lease_name: LeaseNameOption = "kubeberth-spill-controller",
-    lease_namespace: LeaseNamespaceOption = "kube-system",
-    lease_duration: LeaseDurationOption = 15.0,
+    *, live: LiveOptions,
 ) -> None:
     """Add or remove vk.node.com/low-gpu-usage on the virtual-kubelet node from the averaged
     free-GPU signal, with the simulator's policy."""
     from kubeberth.live.spill import LiveSpillController
 
-    try:
+    def make() -> LiveSpillController:
         cfg = load_spill_config(config)
         if prometheus is not None and not prometheus.startswith(("http://", "https://")):
             raise InputError(f"{prometheus!r} is not an http(s) URL", field="--prometheus",
                              expected="the Prometheus base URL, such as http://prometheus:9090")
-        client = connect(kubeconfig)
-        leader = elector(client, leader_elect, lease_name, lease_namespace, lease_duration)
-        controller = LiveSpillController(cfg, client, prometheus=prometheus, dry_run=dry_run,
-                                         elector=leader)
-    except InputError as err:
-        raise fail(err) from None
-    c = cfg.controller
-    run_controller("spill-controller", controller, controller.metrics.exposition,
-                   address=metrics_address, port=metrics_port,
-                   banner=f"node {cfg.virtual_node.name}, signal from {controller.source}, "
-                          f"threshold {c.threshold:g}, stabilization "
-                          f"{c.stabilization_seconds:g}s", dry_run=dry_run)
+        client = live.connect()
+        return LiveSpillController(cfg, client, prometheus=prometheus, dry_run=live.dry_run,
+                                   elector=live.elector(client))
+
+    controller = build(make)
+    c = controller.cfg.controller
+    run_controller(controller, live, banner=f"node {controller.node_name}, signal from "
+                                            f"{controller.source}, threshold {c.threshold:g}, "
+                                            f"stabilization {c.stabilization_seconds:g}s")

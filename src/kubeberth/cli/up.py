@@ -12,25 +12,27 @@ commands do. It runs until SIGINT or SIGTERM, then stops everything (exit 0).
 from __future__ import annotations
 
 import shlex
-import signal
-import threading
-from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from kubeberth.api.errors import InputError
-from kubeberth.cli.live_common import LiveController, connect, elector, fail, setup_logging
+from kubeberth.cli.live_common import (
+    TlsCertFileOption,
+    TlsPrivateKeyFileOption,
+    connect,
+    elector,
+    fail,
+    leader_timing,
+    setup_logging,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from kubeberth.apiserver import EmbeddedServer
-    from kubeberth.live.metrics import HealthServer
+    from kubeberth.live.controller import Controller
 
 _out = Console(highlight=False, soft_wrap=True)
 
@@ -45,19 +47,7 @@ def demo_dir() -> Path:
     return Path(str(files("kubeberth.live").joinpath("demo")))
 
 
-@dataclass(slots=True)
-class _Running:
-    """One controller of the demo with its thread and health/metrics server."""
-
-    name: str
-    controller: LiveController
-    health: HealthServer
-    thread: threading.Thread
-    errors: list[BaseException]
-
-
-def _controllers(kubeconfig: Path, demo: Path) -> list[tuple[str, LiveController,
-                                                           Callable[[], bytes]]]:
+def _controllers(kubeconfig: Path, demo: Path) -> list[Controller[Any]]:
     """The four controllers with the demo configuration, each with its own API client."""
     from kubeberth.descheduling.policy import load_descheduler_policy
     from kubeberth.live.admission import LiveAdmission
@@ -69,54 +59,29 @@ def _controllers(kubeconfig: Path, demo: Path) -> list[tuple[str, LiveController
     from kubeberth.spill.config import load_spill_config
 
     registry = in_tree_registry().with_out_of_tree(None)
+    timing = leader_timing(LEASE_SECONDS)
     sched_client, admit_client = connect(kubeconfig), connect(kubeconfig)
     desched_client, spill_client = connect(kubeconfig), connect(kubeconfig)
-    scheduler = LiveScheduler(
-        load_scheduler_config(demo / "scheduler-config.yaml"), registry, sched_client,
-        elector=elector(sched_client, True, "kubeberth-scheduler", "kube-system",
-                        LEASE_SECONDS))
-    admission = LiveAdmission(
-        admit_client, elector=elector(admit_client, True, "kubeberth-admission",
-                                      "kube-system", LEASE_SECONDS))
-    descheduler = LiveDescheduler(
-        load_descheduler_policy(demo / "descheduler.yaml"), desched_client, interval=5.0,
-        elector=elector(desched_client, True, "kubeberth-descheduler", "kube-system",
-                        LEASE_SECONDS))
-    spill = LiveSpillController(
-        load_spill_config(demo / "spill.yaml"), spill_client,
-        elector=elector(spill_client, True, "kubeberth-spill-controller", "kube-system",
-                        LEASE_SECONDS))
-    return [("scheduler", scheduler, scheduler.metrics.exposition),
-            ("admission", admission, admission.metrics.exposition),
-            ("descheduler", descheduler, descheduler.metrics.exposition),
-            ("spill-controller", spill, spill.metrics.exposition)]
+    return [
+        LiveScheduler(load_scheduler_config(demo / "scheduler-config.yaml"), registry,
+                      sched_client, elector=elector(sched_client, "kubeberth-scheduler",
+                                                    "kube-system", timing)),
+        LiveAdmission(admit_client, elector=elector(admit_client, "kubeberth-admission",
+                                                    "kube-system", timing)),
+        LiveDescheduler(load_descheduler_policy(demo / "descheduler.yaml"), desched_client,
+                        interval=5.0, elector=elector(desched_client, "kubeberth-descheduler",
+                                                      "kube-system", timing)),
+        LiveSpillController(load_spill_config(demo / "spill.yaml"), spill_client,
+                            elector=elector(spill_client, "kubeberth-spill-controller",
+                                            "kube-system", timing)),
+    ]
 
 
-def _start(name: str, controller: LiveController, metrics: Callable[[], bytes],
-           address: str) -> _Running:
-    from kubeberth.live.metrics import HealthServer
-
-    health = HealthServer(address, 0, healthy=controller.healthy, ready=controller.ready,
-                          metrics=metrics).start()
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            controller.run()
-        except Exception as err:  # reported by up, which then stops the demo
-            errors.append(err)
-
-    thread = threading.Thread(target=run, name=name, daemon=True)
-    thread.start()
-    return _Running(name, controller, health, thread, errors)
-
-
-def _stop_all(running: list[_Running], server: EmbeddedServer) -> None:
-    for r in running:
-        r.controller.stop.set()
-    for r in running:
-        r.thread.join(timeout=10)
-        r.health.stop()
+def _stop_all(running: list[Controller[Any]], server: EmbeddedServer) -> None:
+    for ctl in running:
+        ctl.stop.set()
+    for ctl in running:
+        ctl.shutdown(timeout=10)
     server.stop()
 
 
@@ -142,19 +107,17 @@ def up_command(
     kubeconfig_out: Annotated[Path | None, typer.Option(
         "--kubeconfig-out", help="Write the kubeconfig here (default: "
                                  "~/.kube/kubeberth-up.yaml).")] = None,
+    tls_cert_file: TlsCertFileOption = None,
+    tls_private_key_file: TlsPrivateKeyFileOption = None,
     token: Annotated[str | None, typer.Option(
         "--token", help="Require this bearer token on every API request (kubectl sends it "
                         "only over HTTPS: add --tls-cert-file/--tls-private-key-file).")] = None,
-    tls_cert_file: Annotated[Path | None, typer.Option(
-        "--tls-cert-file", help="Serve HTTPS with this PEM certificate (self-signed for "
-                                "127.0.0.1; the kubeconfig trusts it).")] = None,
-    tls_private_key_file: Annotated[Path | None, typer.Option(
-        "--tls-private-key-file", help="The certificate's PEM private key.")] = None,
 ) -> None:
     """Start the embedded API server with a demo GPU cluster and all four controllers
     (scheduler, admission, descheduler, spill-controller); print how to look at it."""
     from kubeberth.apiserver import EmbeddedServer
     from kubeberth.config.manifests import load_manifests
+    from kubeberth.live.controller import stop_on_signals
 
     demo = demo_dir()
     kubeconfig = (kubeconfig_out or DEFAULT_KUBECONFIG).expanduser()
@@ -165,14 +128,8 @@ def up_command(
         server.start()
     except InputError as err:
         raise fail(err) from None
-    running: list[_Running] = []
-    stop = threading.Event()
-
-    def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    running: list[Controller[Any]] = []
+    stop = stop_on_signals()
     failed: list[str] = []
     try:
         try:
@@ -188,10 +145,11 @@ def up_command(
         setup_logging()
         _out.print(f"kubeberth up: API server on {server.url} with the demo cluster "
                    f"({demo}); kubeconfig {kubeconfig}")
-        for name, ctl, metrics in built:
-            r = _start(name, ctl, metrics, "127.0.0.1")
-            running.append(r)
-            _out.print(f"  {name:<17} metrics on http://127.0.0.1:{r.health.port}/metrics")
+        for ctl in built:
+            health = ctl.serve("127.0.0.1", 0)
+            ctl.start()
+            running.append(ctl)
+            _out.print(f"  {ctl.name:<17} metrics on {health.url}/metrics")
         if token and tls_cert_file is None:
             _out.print("note: kubectl sends the bearer token only over HTTPS: start with "
                        "--tls-cert-file/--tls-private-key-file to use kubectl with --token")
@@ -199,14 +157,14 @@ def up_command(
             _out.print(line)
         _out.file.flush()
         while not stop.wait(0.5):
-            failed = [r.name for r in running if not r.thread.is_alive()]
+            failed = [c.name for c in running if c.thread is None or not c.thread.is_alive()]
             if failed:
                 break
     finally:
         _stop_all(running, server)
-    for r in running:
-        for exc in r.errors:
-            _out.print(f"kubeberth up: {r.name} failed: {exc!r}")
+    for ctl in running:
+        if ctl.error is not None:
+            _out.print(f"kubeberth up: {ctl.name} failed: {ctl.error!r}")
     if failed:
         _out.print(f"kubeberth up: stopped because {', '.join(failed)} ended")
         raise typer.Exit(1)

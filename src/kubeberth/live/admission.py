@@ -29,15 +29,13 @@ import copy
 import datetime as dt
 import json
 import logging
-import queue
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
-from lightkube import ApiError, Client
+from lightkube import ApiError, Client, operators
 from lightkube.core.resource import Resource
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.models.core_v1 import EventSource, ObjectReference
@@ -46,7 +44,7 @@ from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Event, Namespace, Pod
 from lightkube.resources.scheduling_v1 import PriorityClass
 from lightkube.types import PatchType
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import Counter, Gauge, Histogram
 
 from kubeberth.admission import AdmissionState
 from kubeberth.admission.driver import Cycle, settle
@@ -71,9 +69,11 @@ from kubeberth.api.quantity import format_milli
 from kubeberth.api.times import format_time
 from kubeberth.config.manifests import Manifests, decode_object
 from kubeberth.config.yamlsrc import Document, Source
+from kubeberth.live.controller import Controller
 from kubeberth.live.events import EventRecorder
-from kubeberth.live.informer import SYNC, Events, Informer, drain
+from kubeberth.live.informer import SYNC
 from kubeberth.live.leader import LeaderElector
+from kubeberth.live.metrics import ControllerMetrics
 
 log = logging.getLogger("kubeberth.admission")
 
@@ -83,7 +83,6 @@ GROUP = "kueue.x-k8s.io"
 COMPONENT = "kueue-admission"  # the Events' reporting component (Kueue: kueue-admission)
 DEBOUNCE = 0.05  # quiet time before a round
 MAX_DELAY = 1.0  # a round runs at the latest this long after the first pending event
-MAX_WAIT = 1.0
 RETRIES = 5
 CONFIG_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue",
                 "WorkloadPriorityClass")
@@ -139,16 +138,6 @@ def served_version(client: Client) -> str:
     return "v1beta1"
 
 
-class LabelledInformer(Informer):
-    """An informer that lists and watches only objects carrying ``label`` (any value)."""
-
-    def __init__(self, *args: Any, label: str, **kwargs: Any) -> None:
-        from lightkube import operators
-
-        super().__init__(*args, **kwargs)
-        self._scope["labels"] = {label: operators.exists()}
-
-
 class AdmissionEvents(EventRecorder):
     """Events about any object (Kueue posts them on Workloads and Jobs)."""
 
@@ -168,11 +157,12 @@ class AdmissionEvents(EventRecorder):
             source=EventSource(component=COMPONENT), reportingComponent=COMPONENT))
 
 
-class AdmissionMetrics:
+class AdmissionMetrics(ControllerMetrics):
     """Kueue's series, under Kueue's names and labels, in a registry of the controller."""
 
     def __init__(self) -> None:
-        r = self.registry = CollectorRegistry(auto_describe=True)
+        super().__init__()
+        r = self.registry
         self.attempts = Counter("kueue_admission_attempts", "The total number of attempts to "
                                 "admit workloads.", ["result"], registry=r)
         self.attempt_duration = Histogram("kueue_admission_attempt_duration_seconds",
@@ -210,12 +200,9 @@ class AdmissionMetrics:
                             "(pending, active or terminated).", ["cluster_queue", "status"],
                             registry=r)
 
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
-
 
 @dataclass(slots=True, frozen=True)
-class Decision:
+class AdmissionDecision:
     """One decision applied (or, with ``--dry-run``, only logged)."""
 
     workload: str
@@ -302,46 +289,40 @@ def _normalise(kind: str, data: Obj, version: str) -> Obj:
     return data
 
 
-class LiveAdmission:
+class LiveAdmission(Controller[AdmissionMetrics]):
     """Informers, admission rounds and their API writes; :meth:`run` until ``stop`` is set."""
+
+    name = "admission"
+    recorder: AdmissionEvents | None
 
     def __init__(self, client: Client, *, config: KueueConfiguration | None = None,
                  dry_run: bool = False, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time, version: str | None = None,
                  metrics: AdmissionMetrics | None = None, watch_timeout: int = 300,
                  elector: LeaderElector | None = None, events: bool = True) -> None:
-        self.client = client
+        super().__init__(client, metrics or AdmissionMetrics(), clock=clock, elector=elector,
+                         recorder=AdmissionEvents(client) if events and not dry_run else None,
+                         watch_timeout=watch_timeout)
         self.config = config or KueueConfiguration()
         self.dry_run = dry_run
-        self.clock = clock
         self.wall = wall
-        self.elector = elector
-        self.lost_leadership = False
-        self.metrics = metrics or AdmissionMetrics()
-        self.recorder = AdmissionEvents(client) if events and not dry_run else None
-        self.stop = threading.Event()
         self.version = version or served_version(client)
         self.kueue = KueueResources.of(self.version)
         # Sent with every Kueue patch: the version of the URL. (The embedded server checks a
         # patched object's apiVersion against its default version, whatever version the
         # object was created in; a real API server accepts the URL's version.)
         self._api_version = f"{GROUP}/{self.version}"
-        self.events: Events = queue.Queue()
         resources: dict[str, type[Resource]] = {
             **self.kueue.by_kind, "Namespace": Namespace, "PriorityClass": PriorityClass}
-        self.informers: list[Informer] = [
-            Informer(client, kind, res, self._enqueue, stop=self.stop,
-                     watch_timeout=watch_timeout) for kind, res in resources.items()]
-        self.informers += [
-            LabelledInformer(client, kind, res, self._enqueue, stop=self.stop,
-                             watch_timeout=watch_timeout, label=QUEUE_LABEL)
-            for kind, res in (("Job", Job), ("Pod", Pod))]
+        for kind, res in resources.items():
+            self.watch(kind, res)
+        for kind, res in (("Job", Job), ("Pod", Pod)):
+            self.watch(kind, res, labels={QUEUE_LABEL: operators.exists()})
         self.cache: dict[str, dict[str, Obj]] = {
             kind: {} for kind in (*resources, "Job", "Pod")}
-        self.decisions: list[Decision] = []
+        self.decisions: list[AdmissionDecision] = []
         self.conflicts = 0
         self.rounds = 0
-        self.alive_at = clock()
         self._dirty_since: float | None = None
         self._last_event = 0.0
         self._next_wake: float | None = None
@@ -349,53 +330,17 @@ class LiveAdmission:
         self._verdicts: dict[tuple[str, str, str, str], str] = {}
         self._seen: set[tuple[str, str, str, str]] = set()
         self._logged: set[tuple[str, str, str]] = set()
-        self._started = False
 
     # ---- lifecycle -------------------------------------------------------------------------
-    def ready(self) -> bool:
-        return self._started and all(inf.synced.is_set() for inf in self.informers)
+    def on_synced(self) -> None:
+        self._dirty_since = self.clock()
+        log.info("caches synced: %d workloads, %d cluster queues",
+                 len(self.cache["Workload"]), len(self.cache["ClusterQueue"]))
 
-    def healthy(self) -> bool:
-        return not self.stop.is_set() and self.clock() - self.alive_at < 30 * MAX_WAIT
-
-    def leading(self) -> bool:
-        return self.elector is None or self.elector.leading.is_set()
-
-    def _leadership_lost(self) -> None:
-        log.error("leader election lost: stopping")
-        self.lost_leadership = True
-        self.stop.set()
-
-    def _enqueue(self, kind: str, type_: str, data: Any) -> None:
-        self.events.put((kind, type_, data))
-
-    def run(self) -> None:
-        """Start the informers (and the election); run rounds while leading until ``stop``."""
-        for inf in self.informers:
-            inf.start()
-        if self.elector is not None:
-            self.elector.on_lost = self._leadership_lost
-            self.elector.start()
-        while not self.stop.is_set():
-            self._drain(self._wait_time() if self._started else 0.05)
-            if not all(inf.synced.is_set() for inf in self.informers):
-                continue
-            if not self._started:
-                self._drain(0.0)
-                self._started = True
-                self._dirty_since = self.clock()
-                log.info("caches synced: %d workloads, %d cluster queues",
-                         len(self.cache["Workload"]), len(self.cache["ClusterQueue"]))
-            self.alive_at = self.clock()
-            if self.leading() and self._due():
-                self.round()
-        if self.elector is not None:
-            self.elector.stop.set()
-            self.elector.thread.join(timeout=5)
-        if self.recorder is not None:
-            self.recorder.close()
-        for inf in self.informers:
-            inf.thread.join(timeout=0.1)
+    def work(self) -> bool:
+        if self._due():
+            self.round()
+        return False
 
     def _due(self) -> bool:
         now = self.clock()
@@ -406,29 +351,24 @@ class LiveAdmission:
             return False
         return now - self._last_event >= DEBOUNCE or now - self._dirty_since >= MAX_DELAY
 
-    def _wait_time(self) -> float:
+    def wait_time(self) -> float:
         if self._dirty_since is not None:
             return DEBOUNCE / 2
         if self._next_wake is not None:
-            return max(0.0, min(MAX_WAIT, self._next_wake - self.wall()))
-        return MAX_WAIT
-
-    def _drain(self, timeout: float) -> None:
-        drain(self.events, timeout, self._apply)
+            return max(0.0, min(self.max_wait, self._next_wake - self.wall()))
+        return self.max_wait
 
     # ---- the cache -------------------------------------------------------------------------
-    def _apply(self, kind: str, type_: str, data: Any) -> None:
-        if type_ == "BOOKMARK":
-            return
+    def apply_event(self, kind: str, type_: str, data: Any) -> None:
         store = self.cache[kind]
         if type_ == SYNC:
             store.clear()
-            for item in data:
-                store[_key(item)] = _normalise(kind, item, self.version)
+            for key, item in data.items():
+                store[key] = _normalise(kind, item, self.version)
         elif type_ == "DELETED":
-            store.pop(_key(data), None)
+            store.pop(data[0], None)
         else:
-            self._remember(kind, _normalise(kind, data, self.version))
+            self._remember(kind, _normalise(kind, data[1], self.version))
         self._touch()
 
     def _remember(self, kind: str, obj: Obj) -> None:
@@ -575,7 +515,7 @@ class LiveAdmission:
                     log.warning("creating Workload %s: %s", wl.key, err.status.message)
                 continue
             self._remember("Workload", created.to_dict())
-            self.decisions.append(Decision(wl.key, "create", owners[0]["kind"]))
+            self.decisions.append(AdmissionDecision(wl.key, "create", owners[0]["kind"]))
             log.info("created Workload %s for %s %s", wl.key, owners[0]["kind"],
                      ", ".join(_key(o) for o in owners))
             if self.recorder is not None:
@@ -705,7 +645,7 @@ class LiveAdmission:
         if self._write_status(key, lambda cur: {"conditions": _set_conditions(cur, [
                 {"type": "Finished", "status": "True", "reason": reason,
                  "message": message}], now)}):
-            self.decisions.append(Decision(key, "finish", reason))
+            self.decisions.append(AdmissionDecision(key, "finish", reason))
 
     def _release(self, key: str, wl: Obj, now: float) -> None:
         """The evicted workload's Job has stopped: unset its quota reservation; it queues
@@ -725,7 +665,7 @@ class LiveAdmission:
                  "message": "The workload has no reservation"}], now)}
 
         if self._write_status(key, change):
-            self.decisions.append(Decision(key, "release"))
+            self.decisions.append(AdmissionDecision(key, "release"))
             log.info("workload %s stopped after eviction: quota released, queued again", key)
 
     def _start_owners(self, key: str, wl: Obj, kind: str, owners: list[Obj]) -> None:
@@ -945,7 +885,7 @@ class LiveAdmission:
         flavors = "; ".join(f"{psa.name}: " + ", ".join(f"{r}={f}" for r, f in
                                                         sorted(psa.flavors.items()))
                             for psa in adm.podset_assignments)
-        decision = Decision(wl.key, "admit", f"{adm.cluster_queue} {flavors}")
+        decision = AdmissionDecision(wl.key, "admit", f"{adm.cluster_queue} {flavors}")
         if self.dry_run:
             if self._log_once("admit", wl.key, f"dry-run: would admit {wl.key} in "
                                                f"ClusterQueue {adm.cluster_queue} ({flavors})"):
@@ -1006,7 +946,7 @@ class LiveAdmission:
         uid = preemptor.uid if preemptor is not None else ""
         message = (f"Preempted to accommodate a workload (UID: {uid}) due to "
                    f"{PREEMPTION_MESSAGES.get(reason, reason)}")
-        decision = Decision(key, "preempt", f"{by} {reason}")
+        decision = AdmissionDecision(key, "preempt", f"{by} {reason}")
         victim = state.admitted.get(key)
         cq = victim.admission.cluster_queue if victim and victim.admission else ""
         by_cq = next((e.cluster_queue for e, _ in state.queues.pending() if e.key == by), "")
@@ -1048,7 +988,7 @@ class LiveAdmission:
         if cur is not None and (cur.get("status"), cur.get("reason"), cur.get("message")) == \
                 ("False", reason, message):
             return
-        decision = Decision(key, "pending", f"{reason}: {message}")
+        decision = AdmissionDecision(key, "pending", f"{reason}: {message}")
         if self.dry_run:
             if self._log_once("pending", key, f"dry-run: {key} stays pending: {reason}: "
                                               f"{message}"):
@@ -1110,9 +1050,9 @@ class LiveAdmission:
         ns, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
         if self.dry_run:
             if self._log_once(action, key, f"dry-run: would {action} {kind} {ns}/{name}"):
-                self.decisions.append(Decision(key, action, f"{kind} {ns}/{name}"))
+                self.decisions.append(AdmissionDecision(key, action, f"{kind} {ns}/{name}"))
             return False
-        self.decisions.append(Decision(key, action, f"{kind} {ns}/{name}"))
+        self.decisions.append(AdmissionDecision(key, action, f"{kind} {ns}/{name}"))
         cur: Obj | None = obj
         for _attempt in range(RETRIES):
             if cur is None:
@@ -1272,4 +1212,4 @@ class LiveAdmission:
                         m.nominal.labels(**labels).set(q.nominal / 1000)
 
 
-__all__ = ["AdmissionMetrics", "Decision", "LiveAdmission", "served_version"]
+__all__ = ["AdmissionDecision", "AdmissionMetrics", "LiveAdmission", "served_version"]

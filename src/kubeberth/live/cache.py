@@ -1,107 +1,76 @@
-"""An informer-fed object cache for the periodic controllers (descheduler, spill controller).
+"""API objects as kubeberth's typed objects, and the store the periodic controllers judge from.
+
+:func:`decode` is what an informer of a typed kind decodes with: the manifest loader's own
+validation, so the policy code reads live objects exactly as it reads files. :func:`document`
+hands an API object (a Kueue or owner kind kept as a dict) to the loaders that take documents.
 
 The scheduler reacts to every change; the descheduler and the spill controller instead judge
-the whole cluster at intervals. They need one consistent copy of a few resources, taken at once,
-from which a pure policy computes its decisions. :class:`ObjectCache` keeps the latest object of
-each kind by ``namespace/name`` from :class:`~kubeberth.live.informer.Informer` events (a
-re-list after a 410 or a dropped stream replaces a kind wholesale, so deletions missed while the
-stream was down are dropped too) and hands out copies under one lock. :func:`decode` turns an
-API object into kubeberth's typed object with the manifest loader's validation, so the policy
-code reads live objects exactly as it reads files.
+the whole cluster at intervals, from one consistent copy of a few resources. :class:`Store`
+keeps the latest object of each kind by ``namespace/name`` from informer events, applied on
+the control loop (a re-list replaces a kind wholesale, so deletions missed while the stream was
+down are dropped too); nothing changes it while a pass reads it.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import threading
+from collections.abc import Iterable
 from typing import Any
 
-from lightkube import Client
-from lightkube.core.resource import Resource
+import msgspec
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Namespace, Node, Pod, PodDisruptionBudget, PriorityClass
 from kubeberth.config.manifests import decode_object
 from kubeberth.config.yamlsrc import Document, Source
-from kubeberth.live.informer import SYNC, Informer
-
-log = logging.getLogger("kubeberth.cache")
+from kubeberth.live.informer import SYNC, key_of
 
 Obj = dict[str, Any]
 Typed = Node | Pod | PriorityClass | Namespace | PodDisruptionBudget
-
-
-def key_of(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace") or ""
-    return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
+# msgspec builds a type's decoding tables on first use, and several informer threads doing
+# that at the same moment crashed the process (SIGSEGV): they are built here, at import, once.
+for _typed in (Node, Pod, PriorityClass, Namespace, PodDisruptionBudget):
+    msgspec.json.Decoder(_typed)
+# The kinds :func:`decode` types (every other kind stays the API's JSON dict).
+TYPED_KINDS = frozenset(("Node", "Pod", "PriorityClass", "Namespace", "PodDisruptionBudget"))
 
 
 def document(obj: Obj) -> Document:
-    """An API object as a manifest document (errors then name the object, not a file)."""
-    meta = obj.get("metadata") or {}
-    name = f"{obj.get('kind', '?')} {key_of(obj) or meta.get('name', '?')}"
-    return Document(data=obj, source=Source(name, json.dumps(obj), is_json=True), index=0,
-                    line=None)
+    """An API object as a manifest document: errors name the object, and at line 1, as the
+    API's one-line JSON would place every field."""
+    source = Source(f"{obj.get('kind', '?')} {key_of(obj) or '?'}", "", is_json=True)
+    return Document(data=obj, source=source, index=0, line=1)
 
 
-def decode(obj: Obj) -> Typed | None:
-    """The typed object (validated as manifests are), or None when the API sent an object the
-    loader refuses: it is logged and left out rather than stopping the controller."""
-    try:
-        return decode_object(document(obj))
-    except InputError as err:
-        log.warning("ignoring %s %s: %s", obj.get("kind"), key_of(obj), err)
-        return None
+def decode(obj: Obj) -> Typed:
+    """The typed object, validated as manifests are; InputError when the loader refuses it."""
+    typed = decode_object(document(obj))
+    if typed is None:
+        raise InputError(f"{obj.get('kind')!r} has no typed model", field="kind",
+                         expected=" or ".join(sorted(TYPED_KINDS)))
+    return typed
 
 
-class ObjectCache:
-    """Latest objects per kind, kept by one informer per resource."""
+class Store:
+    """Latest objects per kind, changed only by :meth:`apply` on the control loop."""
 
-    def __init__(self, client: Client, resources: dict[str, type[Resource]], *,
-                 stop: threading.Event, watch_timeout: int = 300) -> None:
-        self._lock = threading.Lock()
-        self._objects: dict[str, dict[str, Obj]] = {kind: {} for kind in resources}
-        self.informers = [Informer(client, kind, res, self._sink, stop=stop,
-                                   watch_timeout=watch_timeout)
-                          for kind, res in resources.items()]
+    def __init__(self, kinds: Iterable[str]) -> None:
+        self.objects: dict[str, dict[str, Any]] = {kind: {} for kind in kinds}
 
-    def start(self) -> None:
-        for inf in self.informers:
-            inf.start()
+    def apply(self, kind: str, type_: str, data: Any) -> None:
+        """One informer event (see :class:`~kubeberth.live.informer.Informer`)."""
+        if type_ == SYNC:
+            self.objects[kind] = dict(data)
+            return
+        key, obj = data
+        if type_ == "DELETED":
+            self.objects[kind].pop(key, None)
+        else:
+            self.objects[kind][key] = obj
 
-    def join(self, timeout: float = 0.1) -> None:
-        for inf in self.informers:
-            inf.thread.join(timeout=timeout)
+    def snapshot(self) -> dict[str, list[Any]]:
+        """Every kind's objects, sorted by namespace and name (the order the API lists them
+        in)."""
+        return {kind: [objs[k] for k in sorted(objs)] for kind, objs in self.objects.items()}
 
-    def synced(self) -> bool:
-        """Every informer has delivered its first list."""
-        return all(inf.synced.is_set() for inf in self.informers)
-
-    def broken(self) -> list[str]:
-        """Kinds whose stream is down now (last list or watch failed, not yet re-listed)."""
-        return [inf.kind for inf in self.informers if inf.error is not None]
-
-    def _sink(self, kind: str, type_: str, data: Any) -> None:
-        with self._lock:
-            objects = self._objects[kind]
-            if type_ == SYNC:
-                objects.clear()
-                for item in data:
-                    objects[key_of(item)] = item
-            elif type_ in ("ADDED", "MODIFIED"):
-                objects[key_of(data)] = data
-            elif type_ == "DELETED":
-                objects.pop(key_of(data), None)
-            # BOOKMARK: nothing changes
-
-    def snapshot(self) -> dict[str, list[Obj]]:
-        """Every kind's objects at one instant, sorted by namespace and name (the order the
-        API lists them in)."""
-        with self._lock:
-            return {kind: [objs[k] for k in sorted(objs)] for kind, objs in self._objects.items()}
-
-    def get(self, kind: str, key: str) -> Obj | None:
-        with self._lock:
-            return self._objects[kind].get(key)
+    def get(self, kind: str, key: str) -> Any:
+        return self.objects[kind].get(key)

@@ -25,6 +25,7 @@ from typing import Any
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
 import msgspec
 from lightkube import ApiError, Client
+from lightkube.core.resource import Resource
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment, ReplicaSet
 from lightkube.resources.batch_v1 import Job
@@ -33,23 +34,24 @@ from lightkube.resources.core_v1 import Node as KNode
 from lightkube.resources.core_v1 import Pod as KPod
 from lightkube.resources.policy_v1 import PodDisruptionBudget as KPodDisruptionBudget
 from lightkube.resources.scheduling_v1 import PriorityClass as KPriorityClass
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import Counter, Histogram
 from prometheus_client.core import Metric
 
 from kubeberth.api.errors import InputError
-from kubeberth.api.objects import Namespace, Node, Pod, PodDisruptionBudget, PriorityClass
 from kubeberth.config.manifests import Manifests
 from kubeberth.descheduling.framework import Eviction, PassResult, Snapshot
 from kubeberth.descheduling.policy import DeschedulerPolicy
 from kubeberth.descheduling.registry import build_descheduler
-from kubeberth.live.cache import ObjectCache, decode, document, key_of
+from kubeberth.live.cache import TYPED_KINDS, Store, decode, document
+from kubeberth.live.controller import Controller
 from kubeberth.live.events import EventRecorder
 from kubeberth.live.leader import LeaderElector
+from kubeberth.live.metrics import ControllerMetrics
 
 log = logging.getLogger("kubeberth.descheduler")
 
 # What the descheduler reads, by kind.
-DESCHEDULER_RESOURCES: dict[str, Any] = {
+DESCHEDULER_RESOURCES: dict[str, type[Resource]] = {
     "Node": KNode,
     "Pod": KPod,
     "Namespace": KNamespace,
@@ -64,7 +66,6 @@ OWNER_KINDS = ("Deployment", "ReplicaSet", "Job")
 COMPONENT = "sigs.k8s.io.descheduler"
 # Upstream's loop-duration buckets.
 _LOOP_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500)
-MAX_WAIT = 0.5  # the loop wakes at least this often to check stop and leadership
 
 
 class EvictedPods:
@@ -100,11 +101,11 @@ class EvictedPods:
         return [metric]
 
 
-class DeschedulerMetrics:
+class DeschedulerMetrics(ControllerMetrics):
     """Upstream's series, in a registry private to the controller."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
+        super().__init__()
         self.evicted = EvictedPods()
         self.registry.register(self.evicted)
         help_ = "Time taken to complete a full descheduling cycle"
@@ -120,9 +121,6 @@ class DeschedulerMetrics:
                               "(run, skipped: fewer than two ready nodes).", ["outcome"],
                               registry=self.registry)
 
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
-
 
 @dataclass(slots=True, frozen=True)
 class Outcome:
@@ -135,25 +133,22 @@ class Outcome:
     detail: str = ""
 
 
-def snapshot_of(objects: dict[str, list[dict[str, Any]]], now: float) -> Snapshot:
-    """The cached objects as the Snapshot ``kubeberth deschedule`` builds from files."""
-    m = Manifests()
-    typed: dict[type, list[Any]] = {Node: m.nodes, Pod: m.pods, PriorityClass:
-                                    m.priority_classes, Namespace: m.namespaces,
-                                    PodDisruptionBudget: m.pdbs}
-    for kind in ("Node", "Pod", "Namespace", "PriorityClass", "PodDisruptionBudget"):
-        for obj in objects.get(kind, []):
-            item = decode(obj)
-            if item is not None:
-                typed[type(item)].append(item)
-    for kind in OWNER_KINDS:
-        for obj in objects.get(kind, []):
-            m.other.append(document({**obj, "kind": kind}))
+def snapshot_of(objects: dict[str, list[Any]], now: float) -> Snapshot:
+    """The cached objects (typed, and the owners as dicts) as the Snapshot ``kubeberth
+    deschedule`` builds from files."""
+    m = Manifests(nodes=objects.get("Node", []), pods=objects.get("Pod", []),
+                  priority_classes=objects.get("PriorityClass", []),
+                  namespaces=objects.get("Namespace", []),
+                  pdbs=objects.get("PodDisruptionBudget", []))
+    m.other = [document(obj) for kind in OWNER_KINDS for obj in objects.get(kind, [])]
     return Snapshot.from_manifests(m, now)
 
 
-class LiveDescheduler:
+class LiveDescheduler(Controller[DeschedulerMetrics]):
     """Informer caches, one pass per interval, evictions through the API."""
+
+    name = "descheduler"
+    max_wait = 0.5  # the loop wakes at least this often to check stop and leadership
 
     def __init__(self, policy: DeschedulerPolicy, client: Client, *, interval: float = 300.0,
                  once: bool = False, dry_run: bool = False,
@@ -162,86 +157,53 @@ class LiveDescheduler:
                  metrics: DeschedulerMetrics | None = None, watch_timeout: int = 300,
                  elector: LeaderElector | None = None, events: bool = True) -> None:
         self.descheduler = build_descheduler(policy)  # validates before anything runs
-        self.client = client
+        super().__init__(client, metrics or DeschedulerMetrics(), clock=clock, elector=elector,
+                         recorder=EventRecorder(client) if events and not dry_run else None,
+                         watch_timeout=watch_timeout)
         self.interval = interval
         self.once = once
         self.dry_run = dry_run
-        self.clock = clock
         self.wall = wall
-        self.metrics = metrics or DeschedulerMetrics()
-        self.elector = elector
-        self.recorder = EventRecorder(client) if events and not dry_run else None
-        self.stop = threading.Event()
-        self.lost_leadership = False
-        self.cache = ObjectCache(client, DESCHEDULER_RESOURCES, stop=self.stop,
-                                 watch_timeout=watch_timeout)
+        self.cache = Store(DESCHEDULER_RESOURCES)
+        for kind, res in DESCHEDULER_RESOURCES.items():
+            self.watch(kind, res, decode=decode if kind in TYPED_KINDS else None)
         self.outcomes: list[Outcome] = []
         # Pods this controller evicted (key -> uid) that the cache may still show until the
         # watch reports the deletion: later passes leave them out, so none is evicted twice.
         self._evicted: dict[str, str] = {}
         self.passes = 0
-        self.alive_at = clock()
-        self._started = False
         self._next_pass: float | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
-    def ready(self) -> bool:
-        return self._started and self.cache.synced()
+    def apply_event(self, kind: str, type_: str, data: Any) -> None:
+        self.cache.apply(kind, type_, data)
 
-    def healthy(self) -> bool:
-        return not self.stop.is_set() and self.clock() - self.alive_at < 60 * MAX_WAIT
+    def standby(self) -> None:
+        self._next_pass = None  # a new leader passes at once
 
-    def leading(self) -> bool:
-        return self.elector is None or self.elector.leading.is_set()
+    def wait_time(self) -> float:
+        if self._next_pass is None:
+            return 0.0
+        return min(self.max_wait, max(0.0, self._next_pass - self.clock()))
 
-    def _leadership_lost(self) -> None:
-        log.error("leader election lost: stopping")
-        self.lost_leadership = True
-        self.stop.set()
-
-    def run(self) -> None:
-        """Sync the caches (standbys too), then run a pass every interval while leading; with
-        ``once`` (or a zero interval, as upstream) stop after the first pass."""
-        self.cache.start()
-        if self.elector is not None:
-            self.elector.on_lost = self._leadership_lost
-            self.elector.start()
-        try:
-            while not self.stop.is_set():
-                self.alive_at = self.clock()
-                if not self.cache.synced():
-                    self.stop.wait(0.05)
-                    continue
-                if not self._started:
-                    self._started = True
-                    log.info("caches synced")
-                if not self.leading():
-                    self._next_pass = None  # a new leader passes at once
-                    self.stop.wait(MAX_WAIT)
-                    continue
-                now = self.clock()
-                if self._next_pass is None or now >= self._next_pass:
-                    self.run_once()
-                    if self.once or self.interval <= 0:
-                        return
-                    self._next_pass = now + self.interval
-                self.stop.wait(min(MAX_WAIT, max(0.0, self._next_pass - self.clock())))
-        finally:
-            self.stop.set()
-            if self.elector is not None:
-                self.elector.stop.set()
-                self.elector.thread.join(timeout=5)
-            if self.recorder is not None:
-                self.recorder.close()
-            self.cache.join()
+    def work(self) -> bool:
+        """A pass when one is due; with ``once`` (or a zero interval, as upstream) the first
+        pass is the last."""
+        now = self.clock()
+        if self._next_pass is None or now >= self._next_pass:
+            self.run_once()
+            if self.once or self.interval <= 0:
+                return True
+            self._next_pass = now + self.interval
+        return False
 
     # ---- one pass --------------------------------------------------------------------------
     def plan(self) -> PassResult:
         """One pass of the policy over the caches as they are now (writes nothing)."""
         objects = self.cache.snapshot()
-        uids = {key_of(p): p["metadata"].get("uid", "") for p in objects["Pod"]}
+        uids = {p.key: p.metadata.uid for p in objects["Pod"]}
         self._evicted = {k: u for k, u in self._evicted.items() if uids.get(k) == u}
-        objects["Pod"] = [p for p in objects["Pod"] if key_of(p) not in self._evicted]
+        objects["Pod"] = [p for p in objects["Pod"] if p.key not in self._evicted]
         return self.descheduler.run_pass(snapshot_of(objects, self.wall()))
 
     def run_once(self) -> list[Outcome]:
@@ -312,8 +274,8 @@ class LiveDescheduler:
             log.warning("eviction of %s from %s failed: %s", d.pod, d.node, err)
             return Outcome(d.pod, d.node, d.plugin, "error", str(err))
         log.info("evicted %s from %s (%s: %s)", d.pod, d.node, d.plugin, d.reason)
-        pod = self.cache.get("Pod", d.pod) or {}
-        uid = str((pod.get("metadata") or {}).get("uid") or "")
+        pod = self.cache.get("Pod", d.pod)
+        uid = pod.metadata.uid if pod is not None else ""
         self._evicted[d.pod] = uid
         if self.recorder is not None:
             # Upstream: type Normal, reason = the strategy, "pod evicted from <node> node by

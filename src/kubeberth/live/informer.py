@@ -1,39 +1,48 @@
 """List-and-watch informers: the live controllers' only view of the cluster.
 
 Each informer lists one resource, then watches from the list's resourceVersion and hands every
-change to its sink as ``(kind, type, object dict)``. A watch that ends (server timeout, dropped
+change to its sink as ``(kind, type, data)``. A watch that ends (server timeout, dropped
 connection) or answers 410 Gone ("too old resource version") is followed by a fresh list, passed
 on as one ``SYNC`` event carrying every current object: the consumer replaces its view, so
 deletions missed while the stream was down are not lost. That is client-go's reflector, minus
 the shared-informer fan-out: each controller owns its informers.
+
+The API's JSON is decoded once, on the informer's thread, straight into what the controller
+reads: with a ``decode`` function (kubeberth's typed objects, validated as manifests are) or
+as the plain JSON dict. lightkube builds the requests and speaks HTTP; its models are skipped,
+since the controllers would only turn them back into dicts. An object ``decode`` refuses is
+logged, counted in :attr:`InformerStats.ignored` and left out.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
 import msgspec
 from lightkube import ApiError, Client
-from lightkube.core.decoders import WatchEvent, decode_list, decode_object, decode_watch_event
-from lightkube.core.exceptions import NotReadyError
-from lightkube.core.generic_client import ALL_NS
-from lightkube.core.resource import NamespacedResource, Resource
+from lightkube.core.generic_client import ALL_NS, GenericSyncClient
+from lightkube.core.resource import NamespacedResource, Resource, api_info
+from lightkube.core.selector import build_selector
 from lightkube.generic_resource import create_namespaced_resource
+from lightkube.models.meta_v1 import Status
 from lightkube.resources.core_v1 import Namespace, Node, Pod
 from lightkube.resources.policy_v1 import PodDisruptionBudget
 from lightkube.resources.scheduling_v1 import PriorityClass
+
+from kubeberth.api.errors import InputError
 
 log = logging.getLogger("kubeberth.informer")
 
 SYNC = "SYNC"
 Obj = dict[str, Any]
+# What a controller reads of one object: a typed object, or the JSON dict without a decoder.
+Decode = Callable[[Obj], Any]
 Sink = Callable[[str, str, Any], None]
 Events = queue.Queue[tuple[str, str, Any]]
 
@@ -52,6 +61,7 @@ def drain(events: Events, timeout: float, apply: Sink) -> None:
         except queue.Empty:
             return
 
+
 PodGroup = create_namespaced_resource("scheduling.x-k8s.io", "v1alpha1", "PodGroup",
                                       "podgroups")
 
@@ -65,36 +75,35 @@ SCHEDULER_RESOURCES: dict[str, type[Resource]] = {
     "PodGroup": PodGroup,
 }
 
-__all__ = ["SCHEDULER_RESOURCES", "SYNC", "Informer", "prepare_decoding", "to_dict"]
+__all__ = ["SCHEDULER_RESOURCES", "SYNC", "Informer", "key_of"]
 
 
-_warm_lock = threading.Lock()
-_warm: set[type[Any]] = set()
+class _ListMeta(msgspec.Struct):
+    version: str | None = msgspec.field(name="resourceVersion", default=None)
+    next: str | None = msgspec.field(name="continue", default=None)
 
 
-def prepare_decoding(*resources: type[Any]) -> None:
-    """Build msgspec's decoders for ``resources`` (one object, a list page, a watch event)
-    once, under a lock. msgspec builds a type's decoding tables lazily on first use; several
-    controller threads doing that first decode at the same moment crashed the process
-    (SIGSEGV in lightkube's ``decode_list``, reproduced with ``kubeberth up``)."""
-    with _warm_lock:
-        for res in resources:
-            if res in _warm:
-                continue
-            decode_list(b'{"items": []}', res)
-            # Required fields are missing from {}: the tables are built all the same.
-            with contextlib.suppress(msgspec.ValidationError):
-                decode_object(b"{}", res)
-            _warm.add(res)
-        if WatchEvent not in _warm:
-            decode_watch_event(b'{"type": "ADDED", "object": {}}')
-            _warm.add(WatchEvent)
+class _Page(msgspec.Struct):
+    items: list[Obj] | None = None
+    metadata: _ListMeta | None = None
 
 
-def to_dict(obj: Any) -> Obj:
-    """A lightkube object (typed or generic) as the plain JSON dict the API sent."""
-    out: Obj = obj.to_dict()
-    return out
+class _Event(msgspec.Struct):
+    type: str
+    object: Obj
+
+
+# Built here, at import, once: msgspec builds a type's decoding tables on first use, and
+# several threads doing that at the same moment crashed the process (SIGSEGV).
+_PAGE = msgspec.json.Decoder(_Page)
+_EVENT = msgspec.json.Decoder(_Event)
+
+
+def key_of(obj: Obj) -> str:
+    """``namespace/name``, or ``name`` for a cluster-scoped object."""
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace") or ""
+    return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
 
 
 @dataclass(slots=True)
@@ -102,30 +111,40 @@ class InformerStats:
     lists: int = 0
     watch_restarts: int = 0
     gone: int = 0
+    ignored: int = 0  # objects ``decode`` refused
 
 
 class Informer:
     """List + watch one resource on a daemon thread, re-listing after 410s and dropped
-    streams; ``synced`` is set once the first list has been delivered."""
+    streams; ``synced`` is set once the first list has been delivered.
+
+    The sink gets ``(kind, SYNC, {key: object})`` for a list and ``(kind, type, (key,
+    object))`` for a watch event (``object`` is None for a DELETED one: only its key counts).
+    """
 
     def __init__(self, client: Client, kind: str, resource: type[Resource], sink: Sink, *,
-                 stop: threading.Event, watch_timeout: int = 300, retry_delay: float = 0.2,
-                 absent_retry: float = 30.0) -> None:
-        prepare_decoding(resource)
-        self.client = client
+                 stop: threading.Event, decode: Decode | None = None,
+                 labels: dict[str, Any] | None = None, watch_timeout: int = 300,
+                 retry_delay: float = 0.2, absent_retry: float = 30.0) -> None:
+        self.http: GenericSyncClient = client._client  # requests built by lightkube, sent raw
         self.kind = kind
         self.resource = resource
         self.sink = sink
+        self.decode = decode
+        self.stats = InformerStats()
         self.stop = stop
+        self.synced = threading.Event()
+        self.error: BaseException | None = None
         self.watch_timeout = watch_timeout
         self.retry_delay = retry_delay
         self.absent_retry = absent_retry
-        self.synced = threading.Event()
-        self.stats = InformerStats()
-        self.error: BaseException | None = None
+        info = api_info(resource).resource
+        # List items come without apiVersion and kind; the decoders want both.
+        self._type = {"apiVersion": f"{info.group}/{info.version}" if info.group
+                      else info.version, "kind": info.kind}
         # Namespaced resources are watched in every namespace.
-        self._scope: dict[str, Any] = (
-            {"namespace": ALL_NS} if issubclass(resource, NamespacedResource) else {})
+        self._namespace = ALL_NS if issubclass(resource, NamespacedResource) else None
+        self._selector = build_selector(labels) if labels else None
         self.thread = threading.Thread(target=self._run, name=f"informer-{kind}", daemon=True)
 
     def start(self) -> Informer:
@@ -146,7 +165,7 @@ class Informer:
                     self.error = err
                     log.warning("%s is not served by the API (404); treating it as empty",
                                 self.kind)
-                    self.sink(self.kind, SYNC, [])
+                    self.sink(self.kind, SYNC, {})
                     self.synced.set()
                     self.stop.wait(self.absent_retry)
                 else:
@@ -156,45 +175,94 @@ class Informer:
                 # Connection refused or dropped mid-stream: back off and list again.
                 self.error = err
                 self.stop.wait(self.retry_delay)
-            except msgspec.ValidationError as err:
-                # An object lightkube's typed model cannot decode (a server leaving out a field
-                # the model requires): the thread must not die with a stale cache; say so and
-                # list again now and then, as for a resource that is not served.
+            except msgspec.DecodeError as err:
+                # An answer that is not a list or an event (a proxy's error page, a server
+                # bug): the thread must not die with a stale cache; say so and list again
+                # now and then, as for a resource that is not served.
                 self.error = err
-                log.warning("cannot decode a %s from the API (%s); listing again in %gs",
+                log.warning("cannot decode %s from the API (%s); listing again in %gs",
                             self.kind, err, self.absent_retry)
                 self.stop.wait(self.absent_retry)
             self.stats.watch_restarts += 1
 
+    def _request(self, params: dict[str, Any], *, watch: bool = False,
+                 stream: bool = False) -> httpx.Response:
+        br = self.http.prepare_request("list", self.resource, namespace=self._namespace,
+                                       watch=watch, params={
+                                           **params, "labelSelector": self._selector})
+        if watch:
+            br.timeout = self.http._watch_timeout  # no read timeout: the server ends it
+        resp: httpx.Response = self.http.send(self.http.build_adapter_request(br),
+                                              stream=stream)
+        if resp.is_error:
+            if stream:
+                resp.read()
+                resp.close()
+            self.http.raise_for_status(resp)  # type: ignore[no-untyped-call]
+        return resp
+
     def _list(self) -> str:
-        listing = self.client.list(self.resource, **self._scope)  # type: ignore[type-var]
-        items = [to_dict(o) for o in listing]
+        objects: dict[str, Any] = {}
+        params: dict[str, Any] = {}
+        while True:
+            page = _PAGE.decode(self._request(params).content)
+            for item in page.items or ():
+                key = key_of(item)
+                obj = self._decoded(key, item)
+                if obj is not None:
+                    objects[key] = obj
+            meta = page.metadata or _ListMeta()
+            if not meta.next:
+                break
+            params["continue"] = meta.next
         self.stats.lists += 1
-        self.sink(self.kind, SYNC, items)
+        self.sink(self.kind, SYNC, objects)
         self.synced.set()
         self.error = None
-        return _version(listing)
+        return meta.version or ""
 
     def _watch(self, version: str) -> None:
-        stream = self.client.watch(  # type: ignore[type-var]
-            self.resource, **self._scope, resource_version=version or None,
-            server_timeout=self.watch_timeout, on_error=_stop_on_end)
-        # lightkube resumes a stream the server ended from the last version it saw; a 410
-        # or a broken connection comes back here as an exception, and the loop lists again.
-        for kind, obj in stream:
-            if self.stop.is_set():
-                return
-            self.sink(self.kind, kind, to_dict(obj))
+        """Stream changes from ``version``; a stream the server ends resumes from the last
+        version seen (a 410 or a broken connection raises, and the loop lists again)."""
+        while not self.stop.is_set():
+            for event in self._stream(version):
+                if self.stop.is_set():
+                    return
+                obj = event.object
+                version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                if event.type == "BOOKMARK":
+                    continue
+                key = key_of(obj)
+                if event.type == "DELETED":
+                    self.sink(self.kind, "DELETED", (key, None))
+                    continue
+                decoded = self._decoded(key, obj)
+                if decoded is not None:
+                    self.sink(self.kind, event.type, (key, decoded))
 
+    def _stream(self, version: str) -> Iterator[_Event]:
+        resp = self._request({"resourceVersion": version or None,
+                              "timeoutSeconds": self.watch_timeout}, watch=True, stream=True)
+        try:
+            for line in resp.iter_lines():
+                if not line:
+                    continue
+                event = _EVENT.decode(line)
+                if event.type == "ERROR":
+                    raise ApiError(status=cast(Status, Status.from_dict(event.object)))
+                yield event
+        finally:
+            resp.close()
 
-def _version(listing: Any) -> str:
-    try:
-        return str(listing.resourceVersion)
-    except NotReadyError:  # a list answered without metadata.resourceVersion
-        return ""
-
-
-def _stop_on_end(err: Exception, _count: int) -> Any:
-    """Hand every watch error to the informer loop (it re-lists) instead of lightkube's own
-    retry, which would resume without re-listing."""
-    raise err
+    def _decoded(self, key: str, obj: Obj) -> Any:
+        """What the controller reads of ``obj``; None (logged, counted) if it is refused."""
+        if not (obj.get("apiVersion") and obj.get("kind")):
+            obj = {**obj, **{k: obj.get(k) or v for k, v in self._type.items()}}
+        if self.decode is None:
+            return obj
+        try:
+            return self.decode(obj)
+        except InputError as err:
+            self.stats.ignored += 1
+            log.warning("ignoring %s %s: %s", self.kind, key, err)
+            return None

@@ -14,15 +14,19 @@ import datetime as dt
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
+import msgspec
 from lightkube import ApiError, Client
 from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 
-from kubeberth.live.informer import prepare_decoding
+# msgspec builds a type's decoding tables on first use; several electors doing that at the
+# same moment (``kubeberth up`` runs four) crashed the process. Built here, at import, once.
+msgspec.json.Decoder(Lease)
 
 
 def _micro_time(now: float) -> dt.datetime:
@@ -30,25 +34,31 @@ def _micro_time(now: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(now, dt.UTC)
 
 
+@dataclass(frozen=True, slots=True)
+class LeaseTiming:
+    """The election's durations in seconds (upstream's defaults: 15s, 10s, 2s)."""
+
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
 class LeaderElector:
     """Acquire and keep one Lease; :attr:`leading` is set while this candidate holds it."""
 
     def __init__(self, client: Client, name: str, namespace: str, identity: str, *,
-                 lease_duration: float = 15.0, renew_deadline: float = 10.0,
-                 retry_period: float = 2.0, clock: Callable[[], float] = time.monotonic,
+                 timing: LeaseTiming = LeaseTiming(),
+                 clock: Callable[[], float] = time.monotonic,
                  on_lost: Callable[[], None] | None = None) -> None:
-        prepare_decoding(Lease)
         self.client = client
         self.name = name
         self.namespace = namespace
         self.identity = identity
-        self.lease_duration = lease_duration
-        self.renew_deadline = renew_deadline
-        self.retry_period = retry_period
-        self.clock = clock
-        self.on_lost = on_lost
         self.leading = threading.Event()
         self.stop = threading.Event()
+        self.timing = timing
+        self.clock = clock
+        self.on_lost = on_lost
         self.transitions = 0
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
@@ -74,12 +84,12 @@ class LeaderElector:
             if ok:
                 self._renewed_at = now
                 self.leading.set()
-            elif self.leading.is_set() and now - self._renewed_at > self.renew_deadline:
+            elif self.leading.is_set() and now - self._renewed_at > self.timing.renew_deadline:
                 self.leading.clear()
                 if self.on_lost is not None:
                     self.on_lost()
                 return
-            self.stop.wait(self.retry_period)
+            self.stop.wait(self.timing.retry_period)
         if self.leading.is_set():
             self._release()
 
@@ -103,7 +113,7 @@ class LeaderElector:
                 self._observed_at = self.clock()
             held_by_me = spec.holderIdentity == self.identity
             expired = self._observed_at + float(spec.leaseDurationSeconds or
-                                                self.lease_duration) <= self.clock()
+                                                self.timing.lease_duration) <= self.clock()
             if spec.holderIdentity and not held_by_me and not expired:
                 return False
             transitions = (spec.leaseTransitions or 0) + (0 if held_by_me else 1)
@@ -121,7 +131,7 @@ class LeaderElector:
         stamp = _micro_time(now)
         return LeaseSpec(
             holderIdentity=self.identity,
-            leaseDurationSeconds=int(self.lease_duration),
+            leaseDurationSeconds=int(self.timing.lease_duration),
             acquireTime=stamp if acquire or previous is None else previous.acquireTime,
             renewTime=stamp,
             leaseTransitions=transitions,

@@ -12,15 +12,18 @@ Framework instance: the framework itself stays unaware of metrics.
 from __future__ import annotations
 
 import functools
+import ssl
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from kubeberth.api.errors import InputError
 from kubeberth.scheduling.framework.runtime import Framework
 from kubeberth.scheduling.framework.status import Status
 
@@ -51,9 +54,19 @@ def _status_label(ret: Any) -> str:
     return "Success"
 
 
-class SchedulerMetrics:
+class ControllerMetrics:
+    """A controller's own registry and its exposition for ``/metrics``."""
+
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class SchedulerMetrics(ControllerMetrics):
+    def __init__(self) -> None:
+        super().__init__()
         self.pending = Gauge("scheduler_pending_pods", "Number of pending pods, by the queue "
                              "type.", ["queue"], registry=self.registry)
         self.attempts = Counter("scheduler_schedule_attempts", "Number of attempts to schedule "
@@ -88,16 +101,28 @@ class SchedulerMetrics:
             return ret
         return wrapper
 
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
+
+def server_tls(cert: Path, key: Path | None) -> ssl.SSLContext:
+    """The TLS context of a server with this PEM certificate and key (``key`` None: the key
+    is in the certificate file), as ``--tls-cert-file``/``--tls-private-key-file`` give them."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        ctx.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as err:
+        raise InputError(f"cannot load the certificate {cert} and its key: {err}",
+                         field="--tls-cert-file",
+                         expected="a PEM certificate, with --tls-private-key-file its PEM "
+                                  "private key") from None
+    return ctx
 
 
 class HealthServer:
     """``/healthz`` (the control loop is alive), ``/readyz`` (caches synced) and ``/metrics``
-    on a small threaded HTTP server."""
+    on a small threaded HTTP server (HTTPS with ``tls``)."""
 
     def __init__(self, host: str, port: int, *, healthy: Callable[[], bool],
-                 ready: Callable[[], bool], metrics: Callable[[], bytes]) -> None:
+                 ready: Callable[[], bool], metrics: Callable[[], bytes],
+                 tls: ssl.SSLContext | None = None) -> None:
         checks = {"/healthz": healthy, "/livez": healthy, "/readyz": ready}
 
         class Handler(BaseHTTPRequestHandler):
@@ -124,12 +149,20 @@ class HealthServer:
 
         self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.httpd.daemon_threads = True
+        self.host = host
+        self.scheme = "http" if tls is None else "https"
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True,
                                        name="health")
 
     @property
     def port(self) -> int:
         return int(self.httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.host}:{self.port}"
 
     def start(self) -> HealthServer:
         self.thread.start()

@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -49,18 +47,13 @@ from lightkube.resources.core_v1 import Pod as KPod
 from lightkube.types import PatchType
 
 from kubeberth.api.errors import InputError
-from kubeberth.api.objects import (
-    Namespace,
-    Node,
-    Pod,
-    PodDisruptionBudget,
-    PriorityClass,
-)
-from kubeberth.config.manifests import Manifests, decode_object
+from kubeberth.api.objects import Node, Pod, PodDisruptionBudget
+from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
-from kubeberth.config.yamlsrc import Document, Source
+from kubeberth.live.cache import TYPED_KINDS, decode, document
+from kubeberth.live.controller import Controller
 from kubeberth.live.events import EventRecorder
-from kubeberth.live.informer import SCHEDULER_RESOURCES, SYNC, Events, Informer, drain
+from kubeberth.live.informer import SCHEDULER_RESOURCES, SYNC
 from kubeberth.live.leader import LeaderElector
 from kubeberth.live.metrics import SchedulerMetrics
 from kubeberth.scheduling.config.types import SchedulerConfiguration
@@ -73,7 +66,6 @@ from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 log = logging.getLogger("kubeberth.scheduler")
 
 FLUSH_PERIOD = 30.0  # upstream flushUnschedulablePodsLeftover period
-MAX_WAIT = 1.0  # the loop wakes at least this often to check deadlines and stop
 NODE_UPDATES = (ClusterEvent("Node", "UpdateNodeLabel"), ClusterEvent("Node", "UpdateNodeTaint"),
                 ClusterEvent("Node", "UpdateNodeAllocatable"))
 POD_GROUP_UPDATE = ClusterEvent("PodGroup", "Update")
@@ -85,22 +77,13 @@ BIND_WORKERS = 16
 
 
 @dataclass(slots=True, frozen=True)
-class Decision:
+class SchedulingDecision:
     """One decision the controller applied (or, with ``--dry-run``, only logged)."""
 
     pod: str
     action: str  # "bind", "preempt" (victim deleted), "nominate", "conflict"
     node: str
     detail: str = ""
-
-
-def _decode(kind: str, data: dict[str, Any]) -> Any:
-    """An API object as kubeberth's typed object, validated as the manifest loader does."""
-    text = json.dumps(data)
-    name = data.get("metadata", {}).get("name", "")
-    doc = Document(data=data, source=Source(f"{kind} {name}", text, is_json=True), index=0,
-                   line=None)
-    return decode_object(doc)
 
 
 def _epoch(stamp: str | None) -> float:
@@ -118,8 +101,10 @@ def reads_config_maps(sched: Scheduler) -> bool:
                for events in fw.enqueue_events().values() for ev in events)
 
 
-class LiveScheduler:
+class LiveScheduler(Controller[SchedulerMetrics]):
     """Informers, the Scheduler and the API round trips; :meth:`run` until ``stop`` is set."""
+
+    name = "scheduler"
 
     def __init__(self, config: SchedulerConfiguration, registry: Registry, client: Client, *,
                  seed: int = 0, dry_run: bool = False,
@@ -130,38 +115,29 @@ class LiveScheduler:
         if bind_workers < 0:
             raise InputError(f"{bind_workers} binding workers", field="bind_workers",
                              expected="0 (bind on the control loop) or more threads")
-        self.client = client
         # Events and PodScheduled conditions are writes: a dry run makes none.
-        self.recorder = EventRecorder(client) if events and not dry_run else None
-        self.elector = elector
-        self.lost_leadership = False
+        super().__init__(client, metrics or SchedulerMetrics(), clock=clock, elector=elector,
+                         recorder=EventRecorder(client) if events and not dry_run else None,
+                         watch_timeout=watch_timeout)
         self.dry_run = dry_run
-        self.clock = clock
-        self.metrics = metrics or SchedulerMetrics()
-        self.stop = threading.Event()
         self.snap = ClusterState()
         self.sched = Scheduler(config, registry, self.snap, clock=clock, seed=seed,
                                binder=self._bind_api, evictor=self._evict_api,
                                nominate=self._nominate_api)
         for fw in self.sched.frameworks.values():
             self.metrics.instrument(fw)
-        self.events: Events = queue.Queue()
-        self.informers = [
-            Informer(client, kind, res, self._enqueue, stop=self.stop,
-                     watch_timeout=watch_timeout)
-            for kind, res in self.resources().items()]
+        for kind, res in self.resources().items():
+            self.watch(kind, res, decode=decode if kind in TYPED_KINDS else None)
         self.pods: dict[str, PodInfo] = {}
         self.pod_groups: dict[str, dict[str, Any]] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
-        self.decisions: list[Decision] = []
+        self.decisions: list[SchedulingDecision] = []
         self.conflicts = 0
-        self.alive_at = clock()
         self._seq = 0
         self._first_seen: dict[str, float] = {}
         self._conflicted: set[str] = set()
         self._next_flush = clock() + FLUSH_PERIOD
         self._lock = threading.Lock()
-        self._started = False
         # Bindings in flight on the worker pool, by pod key (0 workers: bind in the loop).
         self.binding: dict[str, CycleResult] = {}
         self._pool = ThreadPoolExecutor(max_workers=bind_workers,
@@ -177,64 +153,23 @@ class LiveScheduler:
         return out
 
     # ---- lifecycle -------------------------------------------------------------------------
-    def ready(self) -> bool:
-        """Every informer has delivered its first list, and the loop has applied them."""
-        return self._started and all(inf.synced.is_set() for inf in self.informers)
+    def on_synced(self) -> None:
+        log.info("caches synced: %d nodes, %d pods", len(self.snap.node_ids()), len(self.pods))
 
-    def healthy(self) -> bool:
-        return not self.stop.is_set() and self.clock() - self.alive_at < 30 * MAX_WAIT
+    def work(self) -> bool:
+        self.step()
+        return False
 
-    def _enqueue(self, kind: str, type_: str, data: Any) -> None:
-        self.events.put((kind, type_, data))
-
-    def leading(self) -> bool:
-        return self.elector is None or self.elector.leading.is_set()
-
-    def _leadership_lost(self) -> None:
-        log.error("leader election lost: stopping")
-        self.lost_leadership = True
-        self.stop.set()
-
-    def run(self) -> None:
-        """Start the informers (and the election) and run the control loop until :attr:`stop`
-        is set. Caches sync while standing by; only the leader schedules."""
-        for inf in self.informers:
-            inf.start()
-        if self.elector is not None:
-            self.elector.on_lost = self._leadership_lost
-            self.elector.start()
-        while not self.stop.is_set():
-            synced = all(inf.synced.is_set() for inf in self.informers)
-            self._drain(self._wait_time() if self._started else 0.05)
-            if not synced:
-                continue
-            if not self._started:
-                self._drain(0.0)
-                self._started = True
-                log.info("caches synced: %d nodes, %d pods", len(self.snap.node_ids()),
-                         len(self.pods))
-            self.alive_at = self.clock()
-            if self.leading():
-                self.step()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)  # let posted bindings finish; their events go
-        if self.elector is not None:
-            self.elector.stop.set()
-            self.elector.thread.join(timeout=5)
-        if self.recorder is not None:
-            self.recorder.close()
-        for inf in self.informers:
-            inf.thread.join(timeout=0.1)
-
-    def _wait_time(self) -> float:
+    def wait_time(self) -> float:
         now = self.clock()
         due = [self._next_flush, self.sched.queue.next_backoff_expiry(),
                self.sched.next_permit_deadline()]
         soonest = min(d for d in due if d is not None)
-        return max(0.0, min(MAX_WAIT, soonest - now))
+        return max(0.0, min(self.max_wait, soonest - now))
 
-    def _drain(self, timeout: float) -> None:
-        drain(self.events, timeout, self._apply)
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)  # let posted bindings finish; their events go
 
     # ---- scheduling ------------------------------------------------------------------------
     def step(self) -> None:
@@ -248,7 +183,7 @@ class LiveScheduler:
         q.flush_backoff_completed()
         self._release_waiting()
         while not self.stop.is_set():
-            self._drain(0.0)
+            self.drain(0.0)
             res = self.sched.schedule_one()
             if res is None:
                 break
@@ -331,7 +266,7 @@ class LiveScheduler:
         except Exception as err:  # the loop must hear back about every binding
             log.exception("binding %s to %s", res.pod.key, res.node)
             st, conflicted = Status(Code.ERROR, (f"binding failed: {err!r}",), BINDER), False
-        self.events.put((BOUND, "", (res, st, conflicted)))
+        self.enqueue(BOUND, "", (res, st, conflicted))
 
     def _binding_done(self, res: CycleResult, st: Status, conflicted: bool) -> None:
         """A worker's answer, on the control loop: finish the binding cycle."""
@@ -369,18 +304,22 @@ class LiveScheduler:
             obj = self.client.get(KPod, pi.name, namespace=pi.namespace)
         except ApiError as err:
             if err.status.code == 404:
-                self._apply("Pod", "DELETED", {"metadata": {"name": pi.name,
-                                                            "namespace": pi.namespace}})
+                self.apply_event("Pod", "DELETED", (pi.key, None))
             return
         except httpx.HTTPError:
             return
-        self._apply("Pod", "MODIFIED", obj.to_dict())
+        try:
+            pod = decode(obj.to_dict())
+        except InputError as err:
+            log.warning("ignoring Pod %s: %s", pi.key, err)
+            return
+        self.apply_event("Pod", "MODIFIED", (pi.key, pod))
 
     # ---- host callables (the API round trips) ----------------------------------------------
     def _bind_api(self, pi: PodInfo, node: str) -> Status:
         """The framework's binder, on the control loop (dry run, or no binding workers)."""
         if self.dry_run:
-            self.decisions.append(Decision(pi.key, "bind", node, "dry-run"))
+            self.decisions.append(SchedulingDecision(pi.key, "bind", node, "dry-run"))
             log.info("dry-run: would bind %s to %s", pi.key, node)
             return SUCCESS
         st, conflicted = self._post_binding(pi, node)
@@ -402,14 +341,14 @@ class LiveScheduler:
         except ApiError as err:
             conflicted = err.status.code in (404, 409)
             if conflicted:
-                self.decisions.append(Decision(pi.key, "conflict", node,
+                self.decisions.append(SchedulingDecision(pi.key, "conflict", node,
                                                err.status.message or ""))
                 log.info("binding %s to %s rejected: %s", pi.key, node, err.status.message)
             return Status(Code.ERROR, (f"binding rejected: {err.status.message}",),
                           BINDER), conflicted
         except httpx.HTTPError as err:
             return Status(Code.ERROR, (f"binding failed: {err}",), BINDER), False
-        self.decisions.append(Decision(pi.key, "bind", node))
+        self.decisions.append(SchedulingDecision(pi.key, "bind", node))
         log.info("bound %s to %s", pi.key, node)
         if self.recorder is not None:
             self.recorder.pod_event(pi.pod.spec.scheduler_name, pi.namespace, pi.name,
@@ -419,7 +358,7 @@ class LiveScheduler:
 
     def _evict_api(self, victim: PodInfo, preemptor: PodInfo) -> None:
         node = self.snap.node_names[victim.node] if victim.node >= 0 else ""
-        self.decisions.append(Decision(victim.key, "preempt", node, preemptor.key))
+        self.decisions.append(SchedulingDecision(victim.key, "preempt", node, preemptor.key))
         waiting = self.sched.handle.waiting_pods.get(victim.key)
         if waiting is not None:
             # Upstream rejects a victim waiting at Permit in place: it was never bound.
@@ -444,7 +383,7 @@ class LiveScheduler:
             log.warning("deleting victim %s: %s", victim.key, err)
 
     def _nominate_api(self, pi: PodInfo, node: str | None) -> None:
-        self.decisions.append(Decision(pi.key, "nominate", node or ""))
+        self.decisions.append(SchedulingDecision(pi.key, "nominate", node or ""))
         if self.dry_run:
             return
         try:
@@ -458,81 +397,70 @@ class LiveScheduler:
             log.warning("nominating %s: %s", pi.key, err)
 
     # ---- informer events -> ClusterState and queue -----------------------------------------
-    def _apply(self, kind: str, type_: str, data: Any) -> None:
+    def apply_event(self, kind: str, type_: str, data: Any) -> None:
         if kind == BOUND:
             self._binding_done(*data)
             return
-        if type_ == "BOOKMARK":
-            return
         with self._lock:
-            if type_ == SYNC:
-                self._sync(kind, data)
-                return
             try:
-                self._event(kind, type_ == "DELETED", data)
+                if type_ == SYNC:
+                    self._sync(kind, data)
+                else:
+                    self._event(kind, *data)
             except InputError as err:
                 log.warning("ignoring %s: %s", kind, err)
 
-    def _event(self, kind: str, deleted: bool, data: dict[str, Any]) -> None:
-        meta = data.get("metadata", {})
-        name, namespace = meta.get("name", ""), meta.get("namespace", "")
+    def _event(self, kind: str, key: str, obj: Any) -> None:
+        """One object changed (``obj``, typed for the typed kinds) or was deleted (None)."""
+        deleted = obj is None
         if kind == "Pod":
-            key = f"{namespace}/{name}"
             if deleted:
                 self._pod_gone(key)
             else:
-                self._pod(_decode(kind, data))
+                self._pod(obj)
         elif kind == "Node":
             if deleted:
-                self._node_gone(name)
+                self._node_gone(key)
             else:
-                self._node(_decode(kind, data))
+                self._node(obj)
         elif kind == "PriorityClass":
             if deleted:
-                self.snap.priority_classes.pop(name, None)
+                self.snap.priority_classes.pop(key, None)
             else:
-                pc = _decode(kind, data)
-                assert isinstance(pc, PriorityClass)
-                self.snap.priority_classes[name] = pc
+                self.snap.priority_classes[key] = obj
         elif kind == "Namespace":
             if deleted:
-                self.snap.namespaces.pop(name, None)
+                self.snap.namespaces.pop(key, None)
             else:
-                ns = _decode(kind, data)
-                assert isinstance(ns, Namespace)
-                self.snap.namespaces[name] = ns
+                self.snap.namespaces[key] = obj
         elif kind == "PodDisruptionBudget":
             if deleted:
-                self.pdbs.pop(f"{namespace}/{name}", None)
+                self.pdbs.pop(key, None)
             else:
-                pdb = _decode(kind, data)
-                assert isinstance(pdb, PodDisruptionBudget)
-                self.pdbs[f"{namespace}/{name}"] = pdb
+                self.pdbs[key] = obj
             self.snap.pdbs = [self.pdbs[k] for k in sorted(self.pdbs)]
         elif kind == "PodGroup":
             if deleted:
-                self.pod_groups.pop(f"{namespace}/{name}", None)
+                self.pod_groups.pop(key, None)
             else:
-                self.pod_groups[f"{namespace}/{name}"] = data
+                self.pod_groups[key] = obj
             self._reload_pod_groups()
         elif kind == "ConfigMap":
             # The API server guarantees string values; a plugin validates their content and
             # answers a malformed one with an Error status, never acting on part of it.
-            raw = data.get("data") or {}
-            self.snap.set_config_map(f"{namespace}/{name}", None if deleted else
+            raw = {} if deleted else obj.get("data") or {}
+            self.snap.set_config_map(key, None if deleted else
                                      {str(k): str(v) for k, v in raw.items()})
             self.sched.queue.move_all_to_active_or_backoff(CONFIG_MAP_UPDATE)
 
-    def _sync(self, kind: str, items: list[dict[str, Any]]) -> None:
+    def _sync(self, kind: str, objects: dict[str, Any]) -> None:
         """A fresh list: objects missing from it were deleted while the watch was down."""
-        names = {f"{i['metadata'].get('namespace', '')}/{i['metadata']['name']}"
-                 for i in items}
         if kind == "Pod":
-            for key in [k for k in self.pods if k not in names]:
+            for key in [k for k in self.pods if k not in objects]:
                 self._pod_gone(key)
         elif kind == "Node":
             for idx in self.snap.node_ids().tolist():
-                if f"/{self.snap.node_names[idx]}" not in names:
+                if self.snap.node_names[idx] not in objects:
                     self._node_gone(self.snap.node_names[idx])
         elif kind == "PriorityClass":
             self.snap.priority_classes.clear()
@@ -543,11 +471,11 @@ class LiveScheduler:
         elif kind == "PodGroup":
             self.pod_groups.clear()
         elif kind == "ConfigMap":
-            for key in [k for k in self.snap.config_maps if k not in names]:
+            for key in [k for k in self.snap.config_maps if k not in objects]:
                 self.snap.set_config_map(key, None)
-        for item in items:
+        for key, obj in objects.items():
             try:
-                self._event(kind, False, item)
+                self._event(kind, key, obj)
             except InputError as err:
                 log.warning("ignoring %s: %s", kind, err)
         if kind == "PodDisruptionBudget":
@@ -556,8 +484,7 @@ class LiveScheduler:
             self._reload_pod_groups()
 
     def _reload_pod_groups(self) -> None:
-        docs = [Document(data=d, source=Source(f"PodGroup {k}", json.dumps(d), is_json=True),
-                         index=0, line=None) for k, d in sorted(self.pod_groups.items())]
+        docs = [document(d) for _, d in sorted(self.pod_groups.items())]
         crds = load_scheduling_crds(Manifests(other=docs))
         objects = self.snap.objects
         objects.pod_groups.clear()

@@ -23,7 +23,6 @@ retried, never overwritten.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -32,14 +31,16 @@ from typing import Any
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
 import msgspec
 from lightkube import ApiError, Client
+from lightkube.core.resource import Resource
 from lightkube.resources.core_v1 import Node as KNode
 from lightkube.resources.core_v1 import Pod as KPod
 from lightkube.types import PatchType
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import Counter, Gauge
 
-from kubeberth.api.objects import Node, Pod
-from kubeberth.live.cache import ObjectCache, decode
+from kubeberth.live.cache import Store, decode
+from kubeberth.live.controller import Controller
 from kubeberth.live.leader import LeaderElector
+from kubeberth.live.metrics import ControllerMetrics
 from kubeberth.live.prometheus import PrometheusSignal
 from kubeberth.spill.config import SpillConfig
 from kubeberth.spill.policy import ADD, ControllerState, Decision, step
@@ -50,16 +51,16 @@ from kubeberth.state.cluster import ClusterState, make_pod_info
 
 log = logging.getLogger("kubeberth.spill")
 
-API_RESOURCES: dict[str, Any] = {"Node": KNode, "Pod": KPod}
-MAX_WAIT = 0.5
+API_RESOURCES: dict[str, type[Resource]] = {"Node": KNode, "Pod": KPod}
 PATCH_ATTEMPTS = 3
 
 
-class SpillMetrics:
+class SpillMetrics(ControllerMetrics):
     """The simulator's controller series plus the live path's fault and staleness gauges."""
 
     def __init__(self, threshold: float) -> None:
-        r = self.registry = CollectorRegistry(auto_describe=True)
+        super().__init__()
+        r = self.registry
         self.flips = Counter("kubeberth_spill_taint_flips", "Taint changes on the VK node.",
                              ["direction"], registry=r)
         self.seconds = Counter("kubeberth_spill_state_seconds", "Seconds spent with the "
@@ -82,9 +83,6 @@ class SpillMetrics:
                          "reading (since start when there was none).", registry=r)
         self.threshold.set(threshold)
 
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
-
 
 @dataclass(slots=True, frozen=True)
 class Tick:
@@ -102,25 +100,22 @@ class ApiSignal:
     """Free in-cluster GPUs computed from informer caches as the production query defines it:
     only Running pods count (a bound pod still starting does not), read by ClusterSignal."""
 
-    def __init__(self, cache: ObjectCache, cfg: SpillConfig) -> None:
+    def __init__(self, cache: Store, broken: Callable[[], list[str]], cfg: SpillConfig) -> None:
         self.cache = cache
+        self.broken = broken
         self.signal = ClusterSignal([cfg.virtual_node.name], cfg.controller.exclude_pods)
 
     def read(self, now: float) -> Reading:
-        broken = self.cache.broken()
+        broken = self.broken()
         if broken:
             return Reading(None, now, "signal from the API is stale: the watch of "
                            + ", ".join(broken) + " is down")
         objects = self.cache.snapshot()
         state = ClusterState()
-        for obj in objects["Node"]:
-            node = decode(obj)
-            if isinstance(node, Node):
-                state.add_node(node)
-        for obj in objects["Pod"]:
-            pod = decode(obj)
-            if not isinstance(pod, Pod) or pod.status.phase != "Running" \
-                    or pod.spec.node_name not in state.node_index:
+        for node in objects["Node"]:
+            state.add_node(node)
+        for pod in objects["Pod"]:
+            if pod.status.phase != "Running" or pod.spec.node_name not in state.node_index:
                 continue
             if pod.spec.priority is None:
                 # The signal ignores priority; a class the cache does not know must not stop it.
@@ -130,40 +125,38 @@ class ApiSignal:
         return self.signal.read(state, now)
 
 
-class LiveSpillController:
+class LiveSpillController(Controller[SpillMetrics]):
     """Reads the signal every interval, steps the policy, patches the VK node's taints."""
+
+    name = "spill-controller"
+    max_wait = 0.5
 
     def __init__(self, cfg: SpillConfig, client: Client, *, prometheus: str | None = None,
                  dry_run: bool = False, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time, watch_timeout: int = 300,
                  elector: LeaderElector | None = None) -> None:
+        super().__init__(client, SpillMetrics(cfg.controller.threshold), clock=clock,
+                         elector=elector, watch_timeout=watch_timeout)
         self.cfg = cfg
         self.args = cfg.controller
         self.node_name = cfg.virtual_node.name
-        self.client = client
         self.dry_run = dry_run
-        self.clock = clock
         self.wall = wall
-        self.elector = elector
-        self.stop = threading.Event()
-        self.lost_leadership = False
-        self.metrics = SpillMetrics(self.args.threshold)
         self.ticks: list[Tick] = []
         self.flips: list[tuple[float, str]] = []
         sig = self.args.signal
         url = prometheus or (sig.url if sig.source == "prometheus" else "")
-        self.cache: ObjectCache | None = None
+        self.cache = Store(API_RESOURCES)
         self.prometheus: PrometheusSignal | None = None
         if url:
             query = sig.query or free_gpu_query([self.node_name], self.args.exclude_pods)
             self.prometheus = PrometheusSignal(url, query, sig.timeout_seconds)
         else:
-            self.cache = ObjectCache(client, API_RESOURCES, stop=self.stop,
-                                     watch_timeout=watch_timeout)
-            self.api_signal = ApiSignal(self.cache, cfg)
+            for kind, res in API_RESOURCES.items():
+                self.watch(kind, res, decode=decode)
+            self.api_signal = ApiSignal(self.cache, self.broken, cfg)
         self.state = ControllerState()
-        self.alive_at = clock()
-        self._started = False
+        self._next_tick: float | None = None
         self._last_good: float | None = None
         self._last_tick: float | None = None
         self._began = wall()
@@ -173,57 +166,31 @@ class LiveSpillController:
         return f"prometheus {self.prometheus.endpoint}" if self.prometheus else "the API"
 
     # ---- lifecycle -------------------------------------------------------------------------
-    def ready(self) -> bool:
-        return self._started
+    def apply_event(self, kind: str, type_: str, data: Any) -> None:
+        self.cache.apply(kind, type_, data)
 
-    def healthy(self) -> bool:
-        return not self.stop.is_set() and self.clock() - self.alive_at < 60 * MAX_WAIT
+    def on_synced(self) -> None:
+        log.info("signal from %s; VK node %s", self.source, self.node_name)
 
-    def leading(self) -> bool:
-        return self.elector is None or self.elector.leading.is_set()
+    def standby(self) -> None:
+        # A new leader starts its streaks afresh from the API's taint state.
+        self.state = ControllerState()
+        self._next_tick = None
 
-    def _leadership_lost(self) -> None:
-        log.error("leader election lost: stopping")
-        self.lost_leadership = True
-        self.stop.set()
+    def wait_time(self) -> float:
+        if self._next_tick is None:
+            return 0.0
+        return min(self.max_wait, max(0.0, self._next_tick - self.clock()))
 
-    def run(self) -> None:
-        if self.cache is not None:
-            self.cache.start()
-        if self.elector is not None:
-            self.elector.on_lost = self._leadership_lost
-            self.elector.start()
-        next_tick: float | None = None
-        try:
-            while not self.stop.is_set():
-                self.alive_at = self.clock()
-                if self.cache is not None and not self.cache.synced():
-                    self.stop.wait(0.05)
-                    continue
-                if not self._started:
-                    self._started = True
-                    log.info("signal from %s; VK node %s", self.source, self.node_name)
-                if not self.leading():
-                    # A new leader starts its streaks afresh from the API's taint state.
-                    self.state = ControllerState()
-                    next_tick = None
-                    self.stop.wait(MAX_WAIT)
-                    continue
-                now = self.clock()
-                if next_tick is None or now >= next_tick:
-                    self.tick()
-                    next_tick = (now if next_tick is None else next_tick) \
-                        + self.args.interval_seconds
-                    if next_tick < now:  # a slow tick: do not try to catch up
-                        next_tick = now + self.args.interval_seconds
-                self.stop.wait(min(MAX_WAIT, max(0.0, next_tick - self.clock())))
-        finally:
-            self.stop.set()
-            if self.elector is not None:
-                self.elector.stop.set()
-                self.elector.thread.join(timeout=5)
-            if self.cache is not None:
-                self.cache.join()
+    def work(self) -> bool:
+        now = self.clock()
+        if self._next_tick is None or now >= self._next_tick:
+            self.tick()
+            interval = self.args.interval_seconds
+            self._next_tick = (now if self._next_tick is None else self._next_tick) + interval
+            if self._next_tick < now:  # a slow tick: do not try to catch up
+                self._next_tick = now + interval
+        return False
 
     # ---- one tick --------------------------------------------------------------------------
     def read(self, now: float) -> Reading:
