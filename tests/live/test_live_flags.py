@@ -82,3 +82,16 @@ def test_old_spellings_are_hidden_from_help() -> None:
     assert code == 0
     assert "--tls-cert-file" in out and "--tls-private-key-file" in out
     assert "--tls-cert " not in out and "--tls-key " not in out
+
+
+def test_the_live_descheduler_loads_out_of_tree_strategies(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    strategy = Path(__file__).resolve().parents[2] / "examples" / "descheduler-strategy"
+    monkeypatch.syspath_prepend(str(strategy))
+    base = ("descheduler", "--policy", str(strategy / "policy.yaml"), "--kubeconfig",
+            str(tmp_path / "none"), "--once")
+    code, _, err = _invoke(*base)
+    assert code == 2 and "NodePoolMaxAge" in err  # the policy names a plugin nobody loaded
+    code, _, err = _invoke(*base, "--plugin", "nodepoolmaxage:SPEC")
+    assert code != 0 and "NodePoolMaxAge" not in err  # validated; only the connection fails
+    assert "none" in err

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeberth.spill.config import Controller
-from kubeberth.spill.policy import ADD, REMOVE, ControllerState, Decision, step
+from kubeberth.spill.policy import ADD, REMOVE, ControllerState, StepResult, step
 from kubeberth.spill.signal import Reading
 
 
@@ -20,10 +20,10 @@ def args(**kw: float) -> Controller:
 
 
 def drive(a: Controller, values: Iterable[float | str | None], *, start: float = 0.0,
-          state: ControllerState | None = None) -> list[Decision]:
+          state: ControllerState | None = None) -> list[StepResult]:
     """Tick every interval; a str is a fault, None a missing value."""
     st = state or ControllerState()
-    out: list[Decision] = []
+    out: list[StepResult] = []
     t = start
     for v in values:
         reading = Reading(None, t, v) if isinstance(v, str) else Reading(v, t)
@@ -34,7 +34,7 @@ def drive(a: Controller, values: Iterable[float | str | None], *, start: float =
     return out
 
 
-def flips(ds: list[Decision]) -> list[tuple[int, str]]:
+def flips(ds: list[StepResult]) -> list[tuple[int, str]]:
     return [(i, d.flip) for i, d in enumerate(ds) if d.flip is not None]
 
 

@@ -18,7 +18,7 @@ import typer
 from kubeberth.api.durations import parse_duration
 from kubeberth.cli.live_common import LiveOptions, build, live_command, run_controller
 from kubeberth.descheduling.policy import DeschedulerPolicy, load_descheduler_policy
-from kubeberth.descheduling.registry import build_descheduler
+from kubeberth.descheduling.registry import build_descheduler, descheduler_registry
 
 
 @live_command(metrics_port=10258, lease_name="kubeberth-descheduler")
@@ -29,6 +29,8 @@ def descheduler_command(
         "--descheduling-interval", help="Time between passes, a Go duration such as 5m "
                                         "(0: one pass, then exit, as upstream).")] = "5m",
     once: Annotated[bool, typer.Option("--once", help="Run one pass, then exit.")] = False,
+    plugin: Annotated[list[str] | None, typer.Option(
+        "--plugin", help="Out-of-tree descheduler plugin, as module:attr (repeatable).")] = None,
     *, live: LiveOptions,
 ) -> None:
     """Evict pods as the DeschedulerPolicy says, every interval, through the eviction API
@@ -39,10 +41,12 @@ def descheduler_command(
 
     def make() -> tuple[DeschedulerPolicy, LiveDescheduler]:
         pol = load_descheduler_policy(policy)
-        build_descheduler(pol)  # every plugin and arg checked before connecting
+        registry = descheduler_registry(plugin)
+        build_descheduler(pol, registry)  # every plugin and arg checked before connecting
         client = live.connect()
         return pol, LiveDescheduler(pol, client, interval=seconds, once=once,
-                                    dry_run=live.dry_run, elector=live.elector(client))
+                                    dry_run=live.dry_run, registry=registry,
+                                    elector=live.elector(client))
 
     pol, controller = build(make)
     every = "one pass" if once or seconds == 0 else f"a pass every {interval}"

@@ -41,7 +41,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.config.manifests import Manifests
 from kubeberth.descheduling.framework import Eviction, PassResult, Snapshot
 from kubeberth.descheduling.policy import DeschedulerPolicy
-from kubeberth.descheduling.registry import build_descheduler
+from kubeberth.descheduling.registry import DeschedulerRegistry, build_descheduler
 from kubeberth.live.cache import TYPED_KINDS, Store, decode, document
 from kubeberth.live.controller import Controller
 from kubeberth.live.events import EventRecorder
@@ -152,11 +152,12 @@ class LiveDescheduler(Controller[DeschedulerMetrics]):
 
     def __init__(self, policy: DeschedulerPolicy, client: Client, *, interval: float = 300.0,
                  once: bool = False, dry_run: bool = False,
+                 registry: DeschedulerRegistry | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time,
                  metrics: DeschedulerMetrics | None = None, watch_timeout: int = 300,
                  elector: LeaderElector | None = None, events: bool = True) -> None:
-        self.descheduler = build_descheduler(policy)  # validates before anything runs
+        self.descheduler = build_descheduler(policy, registry)  # validated before anything runs
         super().__init__(client, metrics or DeschedulerMetrics(), clock=clock, elector=elector,
                          recorder=EventRecorder(client) if events and not dry_run else None,
                          watch_timeout=watch_timeout)

@@ -43,7 +43,7 @@ from kubeberth.live.leader import LeaderElector
 from kubeberth.live.metrics import ControllerMetrics
 from kubeberth.live.prometheus import PrometheusSignal
 from kubeberth.spill.config import SpillConfig
-from kubeberth.spill.policy import ADD, ControllerState, Decision, step
+from kubeberth.spill.policy import ADD, ControllerState, StepResult, step
 from kubeberth.spill.promql import free_gpu_query
 from kubeberth.spill.signal import ClusterSignal, Reading
 from kubeberth.spill.vk import LOW_GPU_TAINT
@@ -241,7 +241,7 @@ class LiveSpillController(Controller[SpillMetrics]):
         return any(t.key == LOW_GPU_TAINT.key and t.effect == LOW_GPU_TAINT.effect
                    for t in taints)
 
-    def _apply(self, decision: Decision) -> bool:
+    def _apply(self, decision: StepResult) -> bool:
         """Write the flip (a JSON patch guarded by the node's resourceVersion); True when the
         node now says what the decision wants."""
         want = decision.flip == ADD
@@ -285,7 +285,7 @@ class LiveSpillController(Controller[SpillMetrics]):
                     self.node_name)
         return False
 
-    def _account(self, now: float, reading: Reading, decision: Decision) -> None:
+    def _account(self, now: float, reading: Reading, decision: StepResult) -> None:
         m = self.metrics
         if self._last_tick is not None:
             m.seconds.labels(state="tainted" if self.state.tainted else "untainted").inc(

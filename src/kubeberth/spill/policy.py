@@ -34,14 +34,16 @@ class ControllerState:
 
 
 @dataclass(slots=True, frozen=True)
-class Decision:
+class StepResult:
+    """One tick's outcome: the next state, the taint change to apply (if any), the average."""
+
     state: ControllerState
     flip: str | None  # ADD, REMOVE or None
     average: float | None  # None when the window holds no sample
     fault: str = ""
 
 
-def step(args: Controller, state: ControllerState, reading: Reading, now: float) -> Decision:
+def step(args: Controller, state: ControllerState, reading: Reading, now: float) -> StepResult:
     """One controller tick at ``now`` with the reading just taken."""
     fault = reading.fault
     if not fault and reading.value is None:
@@ -53,7 +55,7 @@ def step(args: Controller, state: ControllerState, reading: Reading, now: float)
     samples = tuple(s for s in state.samples if s[0] > horizon)
     if fault:
         held = ControllerState(state.tainted, samples, None, None)
-        return Decision(held, None, _mean(samples), fault)
+        return StepResult(held, None, _mean(samples), fault)
     assert reading.value is not None
     samples = (*samples, (now, reading.value))
     average = _mean(samples)
@@ -71,7 +73,7 @@ def step(args: Controller, state: ControllerState, reading: Reading, now: float)
     elif tainted and below_since is not None \
             and now - below_since >= args.stabilization_seconds:
         flip, tainted = REMOVE, False
-    return Decision(ControllerState(tainted, samples, above_since, below_since), flip, average)
+    return StepResult(ControllerState(tainted, samples, above_since, below_since), flip, average)
 
 
 def _mean(samples: tuple[tuple[float, float], ...]) -> float | None:
