@@ -62,6 +62,10 @@ type podEntry struct {
 	// every nominated node a repeated PostFilter came back with (it breaks ties at random too).
 	TopNodes          []string            `json:"topNodes"`
 	PreemptionOptions map[string][]string `json:"preemptionOptions,omitempty"`
+	// Upstream orders victims by importance: priority, then start time, and a bound pod without
+	// status.startTime counts as started "now" at each comparison, so the order of such pods of
+	// equal priority is arbitrary.
+	VictimsOrderUndefined bool `json:"victimsOrderUndefined,omitempty"`
 }
 
 type explainOutput struct {
@@ -192,9 +196,12 @@ func newExplainer(ctx context.Context, c *cluster, cfg *config.KubeSchedulerConf
 			frameworkruntime.WithClientSet(client),
 			frameworkruntime.WithInformerFactory(factory),
 			frameworkruntime.WithSnapshotSharedLister(e.snap),
+			frameworkruntime.WithMutableSnapshotLister(e.snap),
 			frameworkruntime.WithPodNominator(e.nom),
 			frameworkruntime.WithEventRecorder(&events.FakeRecorder{}),
 			frameworkruntime.WithParallelism(1),
+			frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+			frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
 			frameworkruntime.WithLogger(e.logger),
 			frameworkruntime.WithSharedDRAManager(draManager),
 			frameworkruntime.WithSharedCSIManager(csiManager),
@@ -499,6 +506,14 @@ func (e *explainer) postFilter(entry *podEntry, run *profileRun, state fwk.Cycle
 	}
 	entry.NominatedNode = strp(chosen)
 	entry.Victims = append(entry.Victims, options[chosen].victims...)
+	seen := map[int32]bool{}
+	for _, v := range entry.Victims {
+		if victim, ok := e.podByID[v]; ok && victim.Status.StartTime == nil {
+			prio := corev1helpers.PodPriority(victim)
+			entry.VictimsOrderUndefined = entry.VictimsOrderUndefined || seen[prio]
+			seen[prio] = true
+		}
+	}
 	// Apply: victims leave, lower-priority nominations on the node are cleared (as
 	// prepareCandidate does), and the preemptor is nominated.
 	for _, v := range entry.Victims {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +23,7 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/scheduling/install" // PriorityClass defaulting (preemptionPolicy)
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
-	"sigs.k8s.io/yaml"
+	yaml3 "sigs.k8s.io/yaml/goyaml.v3"
 )
 
 // cluster is what the manifests hold, with the API server's defaulting and the Priority
@@ -57,8 +58,21 @@ func loadManifests(paths []string) (*cluster, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
+			// YAML 1.2 scalars, as PyYAML writes them and kubeberth reads them (YAML 1.1's
+			// y/n/on/off booleans would turn a node named "n" into false).
+			var tree any
+			if err := yaml3.Unmarshal(doc, &tree); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			if tree == nil {
+				continue
+			}
+			js, err := json.Marshal(tree)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
 			var tm metav1.TypeMeta
-			if err := yaml.Unmarshal(doc, &tm); err != nil {
+			if err := json.Unmarshal(js, &tm); err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
 			var obj runtime.Object
@@ -79,7 +93,7 @@ func loadManifests(paths []string) (*cluster, error) {
 				c.ignored[tm.Kind]++
 				continue
 			}
-			if err := yaml.Unmarshal(doc, obj); err != nil {
+			if err := json.Unmarshal(js, obj); err != nil {
 				return nil, fmt.Errorf("%s: %s: %w", path, tm.Kind, err)
 			}
 			legacyscheme.Scheme.Default(obj)
