@@ -47,6 +47,9 @@ type nodeEntry struct {
 	Total    int64              `json:"total"`
 	Feasible bool               `json:"feasible"`
 	Scored   bool               `json:"scored"`
+	// Oracle-only: on a node with nominated pods, each Filter's verdict without them (filter
+	// holds the verdict as upstream's two-pass RunFilterPluginsWithNominatedPods gives it).
+	FilterIgnoringNominated map[string]verdict `json:"filterIgnoringNominated,omitempty"`
 }
 
 type podEntry struct {
@@ -66,6 +69,9 @@ type podEntry struct {
 	// status.startTime counts as started "now" at each comparison, so the order of such pods of
 	// equal priority is arbitrary.
 	VictimsOrderUndefined bool `json:"victimsOrderUndefined,omitempty"`
+	// The FitError text if a node that fails without its nominated pods reported that status
+	// instead of the with-nominated-pods one upstream reports (set only when it differs).
+	MessageNominatedLast string `json:"messageNominatedLast,omitempty"`
 }
 
 type explainOutput struct {
@@ -119,6 +125,7 @@ type explainer struct {
 	hints   map[string]string
 	podByID map[string]*v1.Pod
 	next    int // upstream's nextStartNodeIndex
+	alt     map[string]*fwk.Status
 }
 
 func newExplainer(ctx context.Context, c *cluster, cfg *config.KubeSchedulerConfiguration, hints map[string]string) (*explainer, error) {
@@ -314,6 +321,7 @@ func (e *explainer) schedule(pod *v1.Pod, run *profileRun) (*podEntry, error) {
 		entry.Result, entry.Message = "Error", msg
 		return entry, nil
 	}
+	e.alt = nil
 	if len(allNodes) == 0 {
 		entry.Result, entry.Message = "Unschedulable", "no nodes available to schedule pods"
 		return entry, nil
@@ -348,6 +356,7 @@ func (e *explainer) schedule(pod *v1.Pod, run *profileRun) (*podEntry, error) {
 			toFind = 1
 		}
 		processed, cut := 0, false
+		alt := map[string]*fwk.Status{}
 		for i := range nodes {
 			info := nodes[(e.next+i)%len(nodes)]
 			ne := entry.Nodes[info.Node().Name]
@@ -360,10 +369,21 @@ func (e *explainer) schedule(pod *v1.Pod, run *profileRun) (*podEntry, error) {
 					continue
 				}
 				ne.Filter[pl.Name()] = verdictOf(e.filterOne(pl, state, pod, info, added, nState, nInfo))
+				if added {
+					if ne.FilterIgnoringNominated == nil {
+						ne.FilterIgnoringNominated = map[string]verdict{}
+					}
+					ne.FilterIgnoringNominated[pl.Name()] = verdictOf(pl.Filter(e.ctx, state, pod, info))
+				}
 			}
 			st := fw.RunFilterPluginsWithNominatedPods(e.ctx, state, pod, info)
 			if st.Code() == fwk.Error {
 				return fail(st.AsError().Error())
+			}
+			if added && !st.IsSuccess() {
+				if without := fw.RunFilterPlugins(e.ctx, state, pod, info); !without.IsSuccess() {
+					alt[info.Node().Name] = without
+				}
 			}
 			ne.Feasible = st.IsSuccess()
 			if cut {
@@ -388,6 +408,7 @@ func (e *explainer) schedule(pod *v1.Pod, run *profileRun) (*podEntry, error) {
 			}
 		}
 		e.next = (e.next + processed) % len(allNodes)
+		e.alt = alt
 	}
 
 	if len(feasible) == 0 {
@@ -501,6 +522,21 @@ func (e *explainer) postFilter(entry *podEntry, run *profileRun, state fwk.Cycle
 	}
 	fitErr.Diagnosis.PostFilterMsg = options[chosen].msg
 	entry.Message = fitErr.Error()
+	if len(e.alt) > 0 {
+		altDiag := fitErr.Diagnosis
+		altDiag.NodeToStatus = framework.NewDefaultNodeToStatus()
+		altDiag.NodeToStatus.SetAbsentNodesStatus(fitErr.Diagnosis.NodeToStatus.AbsentNodesStatus())
+		fitErr.Diagnosis.NodeToStatus.ForEachExplicitNode(func(name string, st *fwk.Status) {
+			if a, ok := e.alt[name]; ok {
+				st = a
+			}
+			altDiag.NodeToStatus.Set(name, st)
+		})
+		altErr := &framework.FitError{Pod: pod, NumAllNodes: numAll, Diagnosis: altDiag}
+		if m := altErr.Error(); m != entry.Message {
+			entry.MessageNominatedLast = m
+		}
+	}
 	if chosen == "" {
 		return entry, nil
 	}

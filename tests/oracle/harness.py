@@ -9,6 +9,7 @@ reason; everything else must be equal field by field.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -42,6 +43,16 @@ KNOWN_BUGS = {
     "preemption-success-message": "after a successful preemption upstream's FitError message ends "
                                   "with PostFilter's 'preemption: found a potential placement for "
                                   "pod on node N, preempting K victims'; kubeberth drops it",
+    "nominated-verdicts": "explain's per-plugin Filter verdicts ignore nominated pods; upstream "
+                          "runs the Filters with the node's nominated pods of equal or higher "
+                          "priority added first, so a node can be infeasible with every verdict "
+                          "Success",
+    "nominated-status-order": "for a node with nominated pods kubeberth runs the Filters without "
+                              "them first and keeps that status when it fails; upstream runs "
+                              "with them first, so its FitError reasons for that node differ",
+    "victim-start-time": "a bound pod without status.startTime counts as the oldest when "
+                         "preemption ranks victims; upstream counts it as started now (the "
+                         "newest, so evicted first among equal priorities)",
 }
 _PREEMPTED = re.compile(r" preemption: found a potential placement for pod on node \S+, "
                         r"preempting \d+ victims$")
@@ -126,16 +137,29 @@ def normalise(kb: Json, oracle: Json, bugs: set[str] | None = None) -> tuple[Jso
     def pod_view(p: Json) -> Json:
         nodes = {}
         for name, n in (p.get("nodes") or {}).items():
-            filt = _strip_plugins(n["filter"], unmodelled)
+            verdicts = n["filter"]
+            if "nominated-verdicts" in bugs and "filterIgnoringNominated" in n:
+                verdicts = n["filterIgnoringNominated"]
+            filt = _strip_plugins(verdicts, unmodelled)
+            if "NodeResourcesFit" in filt:
+                # Not a deviation: upstream checks extended resources in map order, so the
+                # order of their "Insufficient <resource>" reasons is random; sorted here.
+                v = filt["NodeResourcesFit"]
+                fixed = [r for r in v["reasons"] if not _is_scalar_reason(r)]
+                filt["NodeResourcesFit"] = {"code": v["code"], "reasons": fixed + sorted(
+                    r for r in v["reasons"] if _is_scalar_reason(r))}
             if "taint-reason" in bugs and "TaintToleration" in filt:
                 v = filt["TaintToleration"]
                 if v["code"] != "Success":
-                    filt["TaintToleration"] = {"code": v["code"], "reasons": ["<untolerated>"]}
+                    filt["TaintToleration"] = {"code": v["code"], "reasons": [
+                        _TAINT.sub("node(s) had untolerated taint(s)", r) for r in v["reasons"]]}
             dropped = sum(v["weighted"] for k, v in n["score"].items() if k in unmodelled)
             nodes[name] = {"filter": filt, "score": _strip_plugins(n["score"], unmodelled),
                            "total": n["total"] - dropped, "feasible": n["feasible"],
                            "scored": n["scored"]}
         message = p.get("message") or ""
+        if "nominated-status-order" in bugs and p.get("messageNominatedLast"):
+            message = p["messageNominatedLast"]
         if "taint-reason" in bugs:
             message = _taint_message(message)
         if "preemption-success-message" in bugs:
@@ -160,9 +184,28 @@ def normalise(kb: Json, oracle: Json, bugs: set[str] | None = None) -> tuple[Jso
     return {"pods": left}, {"pods": right}
 
 
+def _is_scalar_reason(reason: str) -> bool:
+    return reason.startswith("Insufficient ") and reason not in (
+        "Insufficient cpu", "Insufficient memory", "Insufficient ephemeral-storage")
+
+
+_HISTOGRAM = re.compile(r"(\d+/\d+ nodes are available: )(.*?)\.(?= |$)")
+_TAINT = re.compile(r"node\(s\) had untolerated taint(\(s\)| \{[^}]*\})$")
+
+
 def _taint_message(message: str) -> str:
-    return re.sub(r"node\(s\) had untolerated taint(\(s\)| \{[^}]*\})",
-                  "node(s) had untolerated taint", message)
+    """The FitError text as upstream v1.37 words it: every untolerated-taint reason is one
+    histogram entry (upstream's reason no longer names the taint), entries sorted as strings."""
+    def merge(m: re.Match[str]) -> str:
+        counts: dict[str, int] = {}
+        for item in m.group(2).split(", "):
+            count, _, reason = item.partition(" ")
+            if not count.isdigit():
+                return m.group(0)
+            reason = _TAINT.sub("node(s) had untolerated taint(s)", reason)
+            counts[reason] = counts.get(reason, 0) + int(count)
+        return m.group(1) + ", ".join(sorted(f"{c} {r}" for r, c in counts.items())) + "."
+    return _HISTOGRAM.sub(merge, message)
 
 
 def differences(a: Any, b: Any, path: str = "") -> list[str]:
@@ -185,6 +228,10 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: kubeberth={a!r} oracle={b!r}"]
 
 
+class Disagreement(AssertionError):
+    """kubeberth and upstream differ (an AssertionError, so hypothesis shrinks it)."""
+
+
 def compare(tmp: Path, docs: list[Json], config: Json | None, bugs: set[str] | None = None,
             gates: str = "") -> None:
     """Run both and fail with the differences, both outputs side by side, and the input."""
@@ -194,11 +241,19 @@ def compare(tmp: Path, docs: list[Json], config: Json | None, bugs: set[str] | N
     left, right = normalise(kb, oracle, bugs)
     diffs = differences(left, right)
     if diffs:
-        pytest.fail("kubeberth explain disagrees with upstream's scheduler:\n  "
-                    + "\n  ".join(diffs[:40])
-                    + side_by_side(left, right)
-                    + "\n--- input manifests\n" + manifests.read_text()
-                    + ("\n--- config\n" + cfg.read_text() if cfg else ""), pytrace=False)
+        keep = CACHE / "failures" / hashlib.sha1(manifests.read_bytes()).hexdigest()[:12]
+        keep.mkdir(parents=True, exist_ok=True)
+        for f in (manifests, cfg):
+            if f is not None:
+                shutil.copy(f, keep / f.name)
+        (keep / "kubeberth.json").write_text(json.dumps(kb, indent=1))
+        (keep / "oracle.json").write_text(json.dumps(oracle, indent=1))
+        raise Disagreement(f"kubeberth explain disagrees with upstream's scheduler (input and "
+                           f"both outputs kept in {keep}):\n  "
+                           + "\n  ".join(diffs[:40])
+                           + side_by_side(left, right)
+                           + "\n--- input manifests\n" + manifests.read_text()
+                           + ("\n--- config\n" + cfg.read_text() if cfg else ""))
 
 
 def side_by_side(left: Json, right: Json, width: int = 70) -> str:

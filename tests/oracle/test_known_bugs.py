@@ -13,22 +13,31 @@ import pytest
 from tests.oracle.harness import KNOWN_BUGS, compare
 
 
-def _node(name: str, cpu: str = "4", taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
+def _node(name: str, cpu: str = "4", taints: list[dict[str, str]] | None = None,
+          pods: str = "10", gpus: int = 0) -> dict[str, Any]:
+    alloc = {"cpu": cpu, "memory": "8Gi", "pods": pods}
+    if gpus:
+        alloc["nvidia.com/gpu"] = str(gpus)
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {}},
-            "spec": {"taints": taints or []},
-            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "10"}}}
+            "spec": {"taints": taints or []}, "status": {"allocatable": alloc}}
 
 
-def _pod(name: str, cpu: str = "100m", node: str | None = None,
-         priority: int | None = None) -> dict[str, Any]:
+def _pod(name: str, cpu: str = "100m", node: str | None = None, priority: int | None = None,
+         gpus: int = 0, started: str | None = None) -> dict[str, Any]:
+    requests: dict[str, str] = {"cpu": cpu}
+    if gpus:
+        requests["nvidia.com/gpu"] = str(gpus)
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "pause",
-                                            "resources": {"requests": {"cpu": cpu}}}]}
+                                            "resources": {"requests": requests}}]}
     if node:
         spec["nodeName"] = node
     if priority is not None:
         spec["priority"] = priority
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+    doc = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+    if started:
+        doc["status"] = {"phase": "Running", "startTime": started}
+    return doc
 
 
 REPROS: dict[str, list[dict[str, Any]]] = {
@@ -42,6 +51,18 @@ REPROS: dict[str, list[dict[str, Any]]] = {
                                    _pod("low", cpu="1", node="a", priority=0),
                                    _pod("low2", cpu="1", node="b", priority=0),
                                    _pod("high", cpu="1", priority=100)],
+    # high preempts low and is nominated to a; mid is then judged on a with high counted.
+    "nominated-verdicts": [_node("a", cpu="2", pods="1"), _node("b", cpu="0"),
+                           _pod("low", cpu="2", node="a", priority=0),
+                           _pod("high", cpu="1", priority=100), _pod("mid", priority=10)],
+    "nominated-status-order": [_node("a", cpu="2", gpus=1), _node("b", cpu="0"),
+                               _pod("low", cpu="2", node="a", priority=0),
+                               _pod("high", cpu="1", priority=100),
+                               _pod("mid", cpu="1500m", gpus=2, priority=10)],
+    "victim-start-time": [_node("a", cpu="1"), _node("b", cpu="0"),
+                          _pod("old", cpu="500m", node="a", started="2024-01-01T00:00:00Z"),
+                          _pod("new", cpu="500m", node="a"),
+                          _pod("high", cpu="500m", priority=100)],
 }
 
 
