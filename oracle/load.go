@@ -35,6 +35,7 @@ type cluster struct {
 	pdbs       []*policyv1.PodDisruptionBudget
 	namespaces []*v1.Namespace
 	classes    []*schedulingv1.PriorityClass
+	allPods    []*v1.Pod // every pod, any phase (the descheduler sees them all)
 	ignored    map[string]int
 }
 
@@ -124,10 +125,13 @@ func loadManifests(paths []string) (*cluster, error) {
 			p.Namespace = "default"
 		}
 		p.UID = types.UID(p.Namespace + "/" + p.Name)
-		p.CreationTimestamp = metav1.NewTime(creationBase.Add(time.Duration(seq) * time.Second))
+		if p.CreationTimestamp.IsZero() {
+			p.CreationTimestamp = metav1.NewTime(creationBase.Add(time.Duration(seq) * time.Second))
+		}
 		if err := admitPriority(p, c.classes); err != nil {
 			return nil, err
 		}
+		c.allPods = append(c.allPods, p)
 		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}

@@ -30,7 +30,7 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 var gateDefaults = map[string]bool{"SchedulerAsyncPreemption": false, "OpportunisticBatching": false}
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: oracle explain -f manifests.yaml [-f ...] [--config sched.yaml] [--hints choices.json] [--feature-gates A=true,B=false] [-o json]\n       oracle version")
+	fmt.Fprintln(os.Stderr, "usage: oracle explain -f manifests.yaml [-f ...] [--config sched.yaml] [--hints choices.json] [--feature-gates A=true,B=false] [-o json]\n       oracle deschedule -f manifests.yaml [-f ...] --policy policy.yaml [--now RFC3339] [-o json]\n       oracle version")
 	os.Exit(2)
 }
 
@@ -63,6 +63,8 @@ func main() {
 		fmt.Println(string(b))
 	case "explain":
 		os.Exit(runExplain(os.Args[2:]))
+	case "deschedule":
+		os.Exit(runDeschedule(os.Args[2:]))
 	default:
 		usage()
 	}
