@@ -1,0 +1,76 @@
+"""Minimal repros of the kubeberth bugs the upstream oracle found, one per entry of
+``harness.KNOWN_BUGS``. Each compares with every normalisation but its own, so it fails while the
+bug is there (strict xfail); when kubeberth is fixed it passes, which fails the run until the
+entry and its normalisation are removed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.oracle.harness import KNOWN_BUGS, compare
+
+
+def _node(name: str, cpu: str = "4", taints: list[dict[str, str]] | None = None,
+          pods: str = "10", gpus: int = 0) -> dict[str, Any]:
+    alloc = {"cpu": cpu, "memory": "8Gi", "pods": pods}
+    if gpus:
+        alloc["nvidia.com/gpu"] = str(gpus)
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {}},
+            "spec": {"taints": taints or []}, "status": {"allocatable": alloc}}
+
+
+def _pod(name: str, cpu: str = "100m", node: str | None = None, priority: int | None = None,
+         gpus: int = 0, started: str | None = None) -> dict[str, Any]:
+    requests: dict[str, str] = {"cpu": cpu}
+    if gpus:
+        requests["nvidia.com/gpu"] = str(gpus)
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "pause",
+                                            "resources": {"requests": requests}}]}
+    if node:
+        spec["nodeName"] = node
+    if priority is not None:
+        spec["priority"] = priority
+    doc = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+    if started:
+        doc["status"] = {"phase": "Running", "startTime": started}
+    return doc
+
+
+REPROS: dict[str, list[dict[str, Any]]] = {
+    # Two nodes so that the lone-node bug does not also apply.
+    "nodename-skip": [_node("a"), _node("b"), _pod("p")],
+    "taint-reason": [_node("a"), _node("b", taints=[{"key": "gpu", "value": "true",
+                                                      "effect": "NoSchedule"}]),
+                     _node("c"), _pod("p")],
+    "lone-node-scored": [_node("a"), _pod("p")],
+    "preemption-success-message": [_node("a", cpu="1"), _node("b", cpu="1"),
+                                   _pod("low", cpu="1", node="a", priority=0),
+                                   _pod("low2", cpu="1", node="b", priority=0),
+                                   _pod("high", cpu="1", priority=100)],
+    # high preempts low and is nominated to a; mid is then judged on a with high counted.
+    "nominated-verdicts": [_node("a", cpu="2", pods="1"), _node("b", cpu="0"),
+                           _pod("low", cpu="2", node="a", priority=0),
+                           _pod("high", cpu="1", priority=100), _pod("mid", priority=10)],
+    "nominated-status-order": [_node("a", cpu="2", gpus=1), _node("b", cpu="0"),
+                               _pod("low", cpu="2", node="a", priority=0),
+                               _pod("high", cpu="1", priority=100),
+                               _pod("mid", cpu="1500m", gpus=2, priority=10)],
+    "victim-start-time": [_node("a", cpu="1"), _node("b", cpu="0"),
+                          _pod("old", cpu="500m", node="a", started="2024-01-01T00:00:00Z"),
+                          _pod("new", cpu="500m", node="a"),
+                          _pod("high", cpu="500m", priority=100)],
+}
+
+
+def test_every_known_bug_has_a_repro() -> None:
+    assert set(REPROS) == set(KNOWN_BUGS)
+
+
+@pytest.mark.parametrize("bug", sorted(REPROS))
+def test_known_bug(bug: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    request.applymarker(pytest.mark.xfail(strict=True, reason=f"kubeberth bug: {KNOWN_BUGS[bug]}"))
+    compare(tmp_path, REPROS[bug], None, bugs=set(KNOWN_BUGS) - {bug})
