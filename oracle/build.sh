@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Build the upstream oracle (oracle/, a Go module pinning kube-scheduler) into the project's
-# cache dir. Everything Go downloads or caches stays under that dir too, so a machine's own Go
-# setup is never touched and CI can cache one folder. Prints the binary and module versions.
+# Build the upstream oracle (oracle/, a Go module pinning kube-scheduler) into the checkout's
+# .cache/oracle/bin. Go's module and build caches live in kubeberth's own per-machine cache
+# folder (KUBEBERTH_GO_CACHE, default ~/.cache/kubeberth/go), never in the machine's Go setup,
+# so a fresh clone on a machine that built once before (CI's) links in seconds instead of
+# compiling Kubernetes again. Prints the binary and module versions.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$HERE")"
@@ -9,11 +11,12 @@ CACHE="${KUBEBERTH_ORACLE_CACHE:-$ROOT/.cache/oracle}"
 GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
 if [ ! -x "$GO" ]; then
   echo "oracle/build.sh: no Go toolchain (looked for \$GO, go on PATH, /usr/local/go/bin/go)." >&2
-  echo "Install Go >= $(sed -n 's/^go //p' "$HERE/go.mod") from https://go.dev/dl/ (or apt-get install golang-go if new enough), or set GO=/path/to/go." >&2
+  echo "Install Go >= $(sed -n 's/^go //p' "$HERE/go.mod") (Debian: apt-get install golang-go, if new enough), or set GO=/path/to/go." >&2
   exit 3
 fi
-mkdir -p "$CACHE/bin"
-export GOPATH="$CACHE/gopath" GOMODCACHE="$CACHE/gopath/pkg/mod" GOCACHE="$CACHE/gocache"
+GOCACHES="${KUBEBERTH_GO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubeberth/go}"
+mkdir -p "$CACHE/bin" "$GOCACHES"
+export GOPATH="$GOCACHES/gopath" GOMODCACHE="$GOCACHES/gopath/pkg/mod" GOCACHE="$GOCACHES/gocache"
 export GOFLAGS="-modcacherw -mod=readonly" GOTOOLCHAIN="${GOTOOLCHAIN:-local}" CGO_ENABLED=0
 cd "$HERE"
 start=$(date +%s)
