@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Pod, ResourceMap
 from kubeberth.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, resource_map
 from kubeberth.scheduling.framework.cycle_state import CycleState
@@ -49,7 +48,7 @@ from kubeberth.scheduling.plugins.default_preemption import (
     nominate,
     preemption_policy,
 )
-from kubeberth.scheduling.plugins.helper import is_scalar_resource
+from kubeberth.scheduling.plugins.helper import is_scalar_resource, reject_args
 from kubeberth.state.cluster import ClusterState, PodInfo
 
 NAME = "CapacityScheduling"
@@ -452,6 +451,5 @@ def _as_error(st: Status) -> Status:
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> CapacityScheduling:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return CapacityScheduling(handle)

@@ -15,12 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from kubeberth.api.errors import InputError
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE, ScorePlugin
 from kubeberth.scheduling.plugins.gpu_common import MAX_SPEC_GPU, clamp_score
-from kubeberth.scheduling.plugins.helper import trunc_div
+from kubeberth.scheduling.plugins.helper import reject_args, trunc_div
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 NAME = "GpuClusteringScore"
@@ -46,6 +45,5 @@ class GpuClusteringScore(ScorePlugin):
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> GpuClusteringScore:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return GpuClusteringScore()

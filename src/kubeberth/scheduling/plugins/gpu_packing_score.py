@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from kubeberth.api.errors import InputError
 from kubeberth.api.gpu import MILLI_PER_GPU
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE, ScorePlugin
+from kubeberth.scheduling.plugins.helper import reject_args
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 NAME = "GpuPackingScore"
@@ -54,6 +54,5 @@ class GpuPackingScore(ScorePlugin):
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> GpuPackingScore:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return GpuPackingScore()

@@ -215,6 +215,12 @@ def args_mapping(raw: object, where: str | None = None) -> Mapping[str, Any]:
     return raw
 
 
+def reject_args(name: str, args: Mapping[str, Any] | None) -> None:
+    """For the plugins upstream gives no args type: any pluginConfig args are an error."""
+    if args:
+        raise InputError(f"{name} takes no args", expected="no pluginConfig args for " + name)
+
+
 def reject_unknown(raw: Mapping[str, Any], allowed: Sequence[str], where: str | None) -> None:
     """Upstream decodes plugin args strictly: an unknown field is an error, not ignored."""
     for key in raw:
