@@ -235,26 +235,22 @@ def _pod(doc: Document) -> Pod:
         raise doc.error(f"unknown preemptionPolicy {spec.preemption_policy!r}",
                         field="spec.preemptionPolicy",
                         expected=" or ".join(PREEMPTION_POLICIES))
-    try:
+    with doc.located():
         pod_requests(pod)
         for kind, containers in (("containers", spec.containers),
                                  ("initContainers", spec.init_containers)):
             for i, c in enumerate(containers):
                 resource_map(c.resources.limits, f"spec.{kind}[{i}].resources.limits")
         pod_timing(pod)
-    except InputError as err:
-        raise doc.locate(err) from None
     return pod
 
 
 def _node(doc: Document) -> Node:
     node = convert(doc, Node)
     _require_name(doc, node.metadata)
-    try:
+    with doc.located():
         node_allocatable(node)
         resource_map(node.status.capacity, "status.capacity")
-    except InputError as err:
-        raise doc.locate(err) from None
     return node
 
 

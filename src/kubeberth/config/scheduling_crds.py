@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kubeberth.api.errors import InputError
 from kubeberth.api.objects import ObjectMeta, Pod, ResourceMap
 from kubeberth.api.resources import resource_map
 from kubeberth.api.scheduling_crds import ElasticQuota, PodGroup, Queue
@@ -50,10 +49,8 @@ def _meta(doc: Document, meta: ObjectMeta, namespaced: bool) -> None:
 def _quantities(doc: Document, values: ResourceMap | None, path: str) -> None:
     if values is None:
         return
-    try:
+    with doc.located():
         resource_map(values, path)
-    except InputError as err:
-        raise doc.locate(err) from None
 
 
 def _non_negative(doc: Document, value: int | None, path: str) -> None:
@@ -74,11 +71,9 @@ def load_scheduling_crds(m: Manifests) -> SchedulingCrds:
             _non_negative(doc, pg.spec.min_member, "spec.minMember")
             _non_negative(doc, pg.spec.schedule_timeout_seconds, "spec.scheduleTimeoutSeconds")
             _quantities(doc, pg.spec.min_resources, "spec.minResources")
-            try:
+            with doc.located():
                 # The pod annotation's rules apply: a PodGroup is created at its arrival time.
                 created, _ = pod_timing(Pod(metadata=pg.metadata))
-            except InputError as err:
-                raise doc.locate(err) from None
             key = ("PodGroup", pg.metadata.namespace, pg.metadata.name)
             out.pod_groups.append(CreatedPodGroup(pg, created, order))
         elif doc.kind == "ElasticQuota":
