@@ -35,8 +35,8 @@ from kubeberth.api.workloads import Deployment, Job, PodTemplateSpec, ReplicaSet
 from kubeberth.config.manifests import (
     ANNOTATION_ARRIVAL,
     ANNOTATION_DURATION,
-    DEFAULT_NAMESPACE,
     Manifests,
+    check_metadata,
     pod_timing,
 )
 from kubeberth.config.yamlsrc import Document, convert
@@ -155,14 +155,6 @@ def parse_replicas_schedule(raw: str) -> list[tuple[float, int]]:
     return out
 
 
-def _meta(doc: Document, meta: ObjectMeta) -> None:
-    if not meta.name:
-        raise doc.error(f"the {doc.kind} has no name", field="metadata.name",
-                        expected="a non-empty metadata.name")
-    if not meta.namespace:
-        meta.namespace = DEFAULT_NAMESPACE
-
-
 def _check_template(doc: Document, template: PodTemplateSpec, allowed_restart: tuple[str, ...],
                     kind: str) -> None:
     restart = template.spec.restart_policy
@@ -215,7 +207,7 @@ def _owner_timing(doc: Document, meta: ObjectMeta, lifetime_allowed: bool
 
 def _replicated(doc: Document, obj: Deployment | ReplicaSet) -> Owner:
     meta = obj.metadata
-    _meta(doc, meta)
+    check_metadata(doc, meta, namespaced=True)
     _non_negative(doc, obj.spec.replicas, "spec.replicas")
     template = obj.spec.template
     _check_selector(doc, template, obj.spec.selector is not None, required=True)
@@ -242,7 +234,7 @@ def _replicated(doc: Document, obj: Deployment | ReplicaSet) -> Owner:
 
 def _job(doc: Document, job: Job) -> Owner:
     meta = job.metadata
-    _meta(doc, meta)
+    check_metadata(doc, meta, namespaced=True)
     spec = job.spec
     for path, value in (("spec.completions", spec.completions),
                         ("spec.parallelism", spec.parallelism),
