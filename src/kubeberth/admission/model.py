@@ -1100,7 +1100,7 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
     cohort_docs: dict[str, Document] = {}
     for doc in manifests.other:
         kind = doc.kind
-        try:
+        with doc.located():
             if kind == "ResourceFlavor":
                 fl = _flavor(doc)
                 _unique(objs.flavors, fl.name, doc)
@@ -1129,18 +1129,14 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
                                     expected="at most one config.kueue.x-k8s.io Configuration")
                 seen_configs = doc
                 objs.config = _configuration(doc)
-        except InputError as err:
-            raise doc.locate(err) from None
     origins: dict[str, Document | None] = {}
     for doc in manifests.other:
-        try:
+        with doc.located():
             wl: Workload | None = None
             if doc.kind == "Workload":
                 wl = _workload(doc, objs, pcs)
             elif doc.kind == "Job":
                 wl = _job_workload(doc, objs, pcs, default_priority)
-        except InputError as err:
-            raise doc.locate(err) from None
         if wl is not None:
             _add_workload(objs, origins, wl, doc)
     for wl in _pod_workloads(manifests, objs, pcs, default_priority):

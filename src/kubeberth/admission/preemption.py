@@ -299,6 +299,13 @@ class Preemptor:
         finally:
             ctx.cq.add_usage(ctx.usage)
 
+    def _preempt_fits(self, ctx: _Ctx, info: WorkloadInfo, reason: str,
+                      targets: list[Target]) -> bool:
+        """Take ``info`` out of the snapshot as a target; whether the preemptor fits now."""
+        ctx.snapshot.remove_workload(info)
+        targets.append(Target(info, reason))
+        return self._fits_fair(ctx)
+
     def _first_strategy(self, ctx: _Ctx, candidates: list[WorkloadInfo],
                         targets: list[Target]) -> tuple[bool, list[WorkloadInfo]]:
         strategy = self.strategies[0]
@@ -306,18 +313,9 @@ class Preemptor:
         within = all(ctx.cq.usage.get(fr, 0) <= ctx.cq.quota_for(fr).nominal for fr in ctx.frs)
         retry: list[WorkloadInfo] = []
         for target_cq in ordering:
-            if target_cq is ctx.cq:
-                info = ordering.pop(target_cq)
-                ctx.snapshot.remove_workload(info)
-                targets.append(Target(info, IN_CLUSTER_QUEUE))
-                if self._fits_fair(ctx):
-                    return True, []
-                continue
-            if within:
-                info = ordering.pop(target_cq)
-                ctx.snapshot.remove_workload(info)
-                targets.append(Target(info, IN_COHORT_RECLAMATION))
-                if self._fits_fair(ctx):
+            if target_cq is ctx.cq or within:
+                reason = IN_CLUSTER_QUEUE if target_cq is ctx.cq else IN_COHORT_RECLAMATION
+                if self._preempt_fits(ctx, ordering.pop(target_cq), reason, targets):
                     return True, []
                 continue
             preemptor_new, target_old = ordering.shares(target_cq)
@@ -325,9 +323,7 @@ class Preemptor:
                 info = ordering.pop(target_cq)
                 target_new = ordering.share_after_removal(target_cq, info)
                 if _strategy(strategy, preemptor_new, target_old, target_new):
-                    ctx.snapshot.remove_workload(info)
-                    targets.append(Target(info, IN_COHORT_FAIR_SHARING))
-                    if self._fits_fair(ctx):
+                    if self._preempt_fits(ctx, info, IN_COHORT_FAIR_SHARING, targets):
                         return True, []
                     break
                 retry.append(info)
@@ -339,11 +335,9 @@ class Preemptor:
         for target_cq in ordering:
             preemptor_new, target_old = ordering.shares(target_cq)
             info = ordering.pop(target_cq)
-            if compare_drs(preemptor_new, target_old) < 0:
-                ctx.snapshot.remove_workload(info)
-                targets.append(Target(info, IN_COHORT_FAIR_SHARING))
-                if self._fits_fair(ctx):
-                    return True
+            if (compare_drs(preemptor_new, target_old) < 0
+                    and self._preempt_fits(ctx, info, IN_COHORT_FAIR_SHARING, targets)):
+                return True
             ordering.drop(target_cq)
         return False
 

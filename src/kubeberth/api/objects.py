@@ -201,6 +201,26 @@ class Pod(_K8s):
         return f"{self.metadata.namespace or 'default'}/{self.metadata.name}"
 
 
+class PodHolder:
+    """The pod's name, namespace and labels for a record that wraps a ``pod`` (the scheduler's
+    PodInfo, the descheduler's PodView): one definition of the empty namespace as ``default``."""
+
+    __slots__ = ()
+    pod: Pod
+
+    @property
+    def name(self) -> str:
+        return self.pod.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.pod.metadata.namespace or "default"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.pod.metadata.labels
+
+
 class NodeCondition(_K8s):
     type: str
     status: str

@@ -147,7 +147,7 @@ def load_manifests(paths: str | Path | Iterable[str | Path]) -> Manifests:
                 out.priority_classes.append(pc)
             elif kind == "Namespace":
                 ns = convert(doc, Namespace)
-                _require_name(doc, ns.metadata)
+                check_metadata(doc, ns.metadata, namespaced=False)
                 _remember(out, doc, kind, "", ns.metadata.name)
                 out.namespaces.append(ns)
             elif kind == "PodDisruptionBudget":
@@ -204,10 +204,13 @@ def _check_kind(doc: Document) -> str:
     return kind
 
 
-def _require_name(doc: Document, meta: ObjectMeta) -> None:
+def check_metadata(doc: Document, meta: ObjectMeta, *, namespaced: bool) -> None:
+    """Every object needs a name; a namespaced one without a namespace is in ``default``."""
     if not meta.name:
         raise doc.error(f"the {doc.kind} has no name", field="metadata.name",
                         expected="a non-empty metadata.name")
+    if namespaced and not meta.namespace:
+        meta.namespace = DEFAULT_NAMESPACE
 
 
 def _remember(out: Manifests, doc: Document, kind: str, namespace: str, name: str) -> None:
@@ -227,40 +230,34 @@ def _where(doc: Document) -> str:
 
 def _pod(doc: Document) -> Pod:
     pod = convert(doc, Pod)
-    _require_name(doc, pod.metadata)
-    if not pod.metadata.namespace:
-        pod.metadata.namespace = DEFAULT_NAMESPACE
+    check_metadata(doc, pod.metadata, namespaced=True)
     spec = pod.spec
     if spec.preemption_policy is not None and spec.preemption_policy not in PREEMPTION_POLICIES:
         raise doc.error(f"unknown preemptionPolicy {spec.preemption_policy!r}",
                         field="spec.preemptionPolicy",
                         expected=" or ".join(PREEMPTION_POLICIES))
-    try:
+    with doc.located():
         pod_requests(pod)
         for kind, containers in (("containers", spec.containers),
                                  ("initContainers", spec.init_containers)):
             for i, c in enumerate(containers):
                 resource_map(c.resources.limits, f"spec.{kind}[{i}].resources.limits")
         pod_timing(pod)
-    except InputError as err:
-        raise doc.locate(err) from None
     return pod
 
 
 def _node(doc: Document) -> Node:
     node = convert(doc, Node)
-    _require_name(doc, node.metadata)
-    try:
+    check_metadata(doc, node.metadata, namespaced=False)
+    with doc.located():
         node_allocatable(node)
         resource_map(node.status.capacity, "status.capacity")
-    except InputError as err:
-        raise doc.locate(err) from None
     return node
 
 
 def _priority_class(doc: Document) -> PriorityClass:
     pc = convert(doc, PriorityClass)
-    _require_name(doc, pc.metadata)
+    check_metadata(doc, pc.metadata, namespaced=False)
     if pc.value > HIGHEST_USER_DEFINABLE_PRIORITY and not pc.metadata.name.startswith("system-"):
         raise doc.error(f"value {pc.value} is above the user-definable range", field="value",
                         expected=f"at most {HIGHEST_USER_DEFINABLE_PRIORITY} (higher values are "
@@ -273,9 +270,7 @@ def _priority_class(doc: Document) -> PriorityClass:
 
 def _pdb(doc: Document) -> PodDisruptionBudget:
     pdb = convert(doc, PodDisruptionBudget)
-    _require_name(doc, pdb.metadata)
-    if not pdb.metadata.namespace:
-        pdb.metadata.namespace = DEFAULT_NAMESPACE
+    check_metadata(doc, pdb.metadata, namespaced=True)
     spec = pdb.spec
     if spec.min_available is not None and spec.max_unavailable is not None:
         raise doc.error("minAvailable and maxUnavailable are both set", field="spec.maxUnavailable",
@@ -319,6 +314,6 @@ def decode_object(
         return _pdb(doc)
     if kind == "Namespace":
         ns = convert(doc, Namespace)
-        _require_name(doc, ns.metadata)
+        check_metadata(doc, ns.metadata, namespaced=False)
         return ns
     return None

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kubeberth.api.errors import InputError
-from kubeberth.api.objects import ObjectMeta, Pod, ResourceMap
+from kubeberth.api.objects import Pod, ResourceMap
 from kubeberth.api.resources import resource_map
 from kubeberth.api.scheduling_crds import ElasticQuota, PodGroup, Queue
-from kubeberth.config.manifests import DEFAULT_NAMESPACE, Manifests, pod_timing
+from kubeberth.config.manifests import Manifests, check_metadata, pod_timing
 from kubeberth.config.yamlsrc import Document, convert
 
 
@@ -39,21 +38,11 @@ class SchedulingCrds:
     queues: list[Queue] = field(default_factory=list)
 
 
-def _meta(doc: Document, meta: ObjectMeta, namespaced: bool) -> None:
-    if not meta.name:
-        raise doc.error(f"the {doc.kind} has no name", field="metadata.name",
-                        expected="a non-empty metadata.name")
-    if namespaced and not meta.namespace:
-        meta.namespace = DEFAULT_NAMESPACE
-
-
 def _quantities(doc: Document, values: ResourceMap | None, path: str) -> None:
     if values is None:
         return
-    try:
+    with doc.located():
         resource_map(values, path)
-    except InputError as err:
-        raise doc.locate(err) from None
 
 
 def _non_negative(doc: Document, value: int | None, path: str) -> None:
@@ -70,20 +59,18 @@ def load_scheduling_crds(m: Manifests) -> SchedulingCrds:
     for order, doc in enumerate(m.of_kind("PodGroup", "ElasticQuota", "Queue")):
         if doc.kind == "PodGroup":
             pg = convert(doc, PodGroup)
-            _meta(doc, pg.metadata, namespaced=True)
+            check_metadata(doc, pg.metadata, namespaced=True)
             _non_negative(doc, pg.spec.min_member, "spec.minMember")
             _non_negative(doc, pg.spec.schedule_timeout_seconds, "spec.scheduleTimeoutSeconds")
             _quantities(doc, pg.spec.min_resources, "spec.minResources")
-            try:
+            with doc.located():
                 # The pod annotation's rules apply: a PodGroup is created at its arrival time.
                 created, _ = pod_timing(Pod(metadata=pg.metadata))
-            except InputError as err:
-                raise doc.locate(err) from None
             key = ("PodGroup", pg.metadata.namespace, pg.metadata.name)
             out.pod_groups.append(CreatedPodGroup(pg, created, order))
         elif doc.kind == "ElasticQuota":
             eq = convert(doc, ElasticQuota)
-            _meta(doc, eq.metadata, namespaced=True)
+            check_metadata(doc, eq.metadata, namespaced=True)
             _quantities(doc, eq.spec.min, "spec.min")
             _quantities(doc, eq.spec.max, "spec.max")
             ns = eq.metadata.namespace
@@ -98,7 +85,7 @@ def load_scheduling_crds(m: Manifests) -> SchedulingCrds:
             out.elastic_quotas.append(eq)
         else:
             q = convert(doc, Queue)
-            _meta(doc, q.metadata, namespaced=False)
+            check_metadata(doc, q.metadata, namespaced=False)
             if q.spec.weight < 1:
                 raise doc.error(f"queue weight is {q.spec.weight}", field="spec.weight",
                                 expected="a positive integer, as Volcano's admission webhook "

@@ -35,8 +35,8 @@ from kubeberth.api.workloads import Deployment, Job, PodTemplateSpec, ReplicaSet
 from kubeberth.config.manifests import (
     ANNOTATION_ARRIVAL,
     ANNOTATION_DURATION,
-    DEFAULT_NAMESPACE,
     Manifests,
+    check_metadata,
     pod_timing,
 )
 from kubeberth.config.yamlsrc import Document, convert
@@ -155,14 +155,6 @@ def parse_replicas_schedule(raw: str) -> list[tuple[float, int]]:
     return out
 
 
-def _meta(doc: Document, meta: ObjectMeta) -> None:
-    if not meta.name:
-        raise doc.error(f"the {doc.kind} has no name", field="metadata.name",
-                        expected="a non-empty metadata.name")
-    if not meta.namespace:
-        meta.namespace = DEFAULT_NAMESPACE
-
-
 def _check_template(doc: Document, template: PodTemplateSpec, allowed_restart: tuple[str, ...],
                     kind: str) -> None:
     restart = template.spec.restart_policy
@@ -171,11 +163,9 @@ def _check_template(doc: Document, template: PodTemplateSpec, allowed_restart: t
                         field="spec.template.spec.restartPolicy",
                         expected=" or ".join(allowed_restart))
     probe = Pod(metadata=template.metadata, spec=template.spec)
-    try:
+    with doc.located(under="spec.template"):
         pod_requests(probe)
         pod_timing(probe)
-    except InputError as err:
-        raise doc.locate(err.at(field="spec.template")) from None
 
 
 def _check_selector(doc: Document, template: PodTemplateSpec, selector_given: bool,
@@ -187,10 +177,8 @@ def _check_selector(doc: Document, template: PodTemplateSpec, selector_given: bo
                             expected="a label selector matching spec.template.metadata.labels")
         return
     sel = msgspec.convert(spec.get("selector"), LabelSelector)
-    try:
+    with doc.located():
         matches = compile_label_selector(sel, "spec.selector")
-    except InputError as err:
-        raise doc.locate(err) from None
     if not sel.match_labels and not sel.match_expressions:
         raise doc.error("empty selector", field="spec.selector",
                         expected="a non-empty label selector")
@@ -208,10 +196,8 @@ def _non_negative(doc: Document, value: int | None, path: str) -> None:
 def _owner_timing(doc: Document, meta: ObjectMeta, lifetime_allowed: bool
                   ) -> tuple[float, float | None]:
     probe = Pod(metadata=ObjectMeta(annotations=meta.annotations))
-    try:
+    with doc.located():
         arrival, lifetime = pod_timing(probe)
-    except InputError as err:
-        raise doc.locate(err) from None
     if lifetime is not None and not lifetime_allowed:
         raise doc.error(f"{ANNOTATION_DURATION} on a {doc.kind} is not supported",
                         field=f"metadata.annotations.{ANNOTATION_DURATION}",
@@ -221,7 +207,7 @@ def _owner_timing(doc: Document, meta: ObjectMeta, lifetime_allowed: bool
 
 def _replicated(doc: Document, obj: Deployment | ReplicaSet) -> Owner:
     meta = obj.metadata
-    _meta(doc, meta)
+    check_metadata(doc, meta, namespaced=True)
     _non_negative(doc, obj.spec.replicas, "spec.replicas")
     template = obj.spec.template
     _check_selector(doc, template, obj.spec.selector is not None, required=True)
@@ -235,10 +221,8 @@ def _replicated(doc: Document, obj: Deployment | ReplicaSet) -> Owner:
     schedule: list[tuple[float, int]] = []
     raw = meta.annotations.get(ANNOTATION_REPLICAS_SCHEDULE)
     if raw is not None:
-        try:
+        with doc.located():
             schedule = parse_replicas_schedule(raw)
-        except InputError as err:
-            raise doc.locate(err) from None
     owner = Owner(kind=doc.kind, name=meta.name, namespace=meta.namespace,
                   uid=_uid(doc.kind, meta.namespace, meta.name), template=template,
                   replicas=obj.spec.replicas, arrival=arrival, lifetime=lifetime,
@@ -250,7 +234,7 @@ def _replicated(doc: Document, obj: Deployment | ReplicaSet) -> Owner:
 
 def _job(doc: Document, job: Job) -> Owner:
     meta = job.metadata
-    _meta(doc, meta)
+    check_metadata(doc, meta, namespaced=True)
     spec = job.spec
     for path, value in (("spec.completions", spec.completions),
                         ("spec.parallelism", spec.parallelism),

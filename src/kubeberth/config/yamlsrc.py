@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -170,6 +172,14 @@ class Document:
         if line is None:
             line = self.line_of(err.field or "") if err.field or self.line is None else self.line
         return err.at(source=self.source.name, line=line, field=self.base or None)
+
+    @contextmanager
+    def located(self, under: str | None = None) -> Iterator[None]:
+        """Re-raise an InputError from the block located in this document (``under`` a field)."""
+        try:
+            yield
+        except InputError as err:
+            raise self.locate(err if under is None else err.at(field=under)) from None
 
     def error(self, message: str, *, field: str | None = None,
               expected: str | None = None) -> InputError:

@@ -35,6 +35,7 @@ from kubeberth.api.objects import (
     OwnerReference,
     Pod,
     PodDisruptionBudget,
+    PodHolder,
     PriorityClass,
 )
 from kubeberth.api.quantity import to_milli
@@ -57,7 +58,7 @@ _OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationControlle
 
 # ---- pods as the descheduler reads them ---------------------------------------------------------
 @dataclass(slots=True, eq=False)
-class PodView:
+class PodView(PodHolder):
     """A pod with what the descheduler derives from it once (requests, priority, times, QoS)."""
 
     pod: Pod
@@ -68,18 +69,6 @@ class PodView:
     created: float  # metadata.creationTimestamp; "now" when the manifest has none
     started: float | None
     qos: str
-
-    @property
-    def name(self) -> str:
-        return self.pod.metadata.name
-
-    @property
-    def namespace(self) -> str:
-        return self.pod.metadata.namespace or "default"
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return self.pod.metadata.labels
 
     @property
     def owners(self) -> list[OwnerReference]:

@@ -116,10 +116,8 @@ class _Decoder(FieldReader):
         selector = data.get("nodeSelector")
         if selector is not None:
             selector = self.string(selector, "nodeSelector")
-            try:
+            with self.doc.located(under="nodeSelector"):
                 parse_label_selector_string(selector)
-            except InputError as err:
-                raise self.doc.locate(err.at(field="nodeSelector")) from None
         notify = data.get("evictionFailureEventNotification")
         if notify is not None and not isinstance(notify, bool):
             raise self.fail(f"got {describe(notify)}", "evictionFailureEventNotification",

@@ -84,6 +84,16 @@ def log_y(ax: Axes) -> None:
     ax.yaxis.set_minor_locator(NullLocator())
 
 
+def time_panel(ax: Axes, xlabel: str, ylabel: str | None = None,
+               fontsize: float | None = None) -> None:
+    """Finish a time-series panel in the house style: labels, y from 0, legend top left."""
+    ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper left", fontsize=fontsize)
+
+
 def svg_figure(fig: MplFigure, alt: str, caption: str = "") -> Figure:
     """Render a figure (inside :func:`figure`'s context) to a deterministic SVG block."""
     buf = io.StringIO()

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kubeberth.report.figures import colour, figure, steps, svg_figure, time_unit
+from kubeberth.report.figures import colour, figure, steps, svg_figure, time_panel, time_unit
 from kubeberth.report.html import Block, Cell, Paragraph, Section, Table
 from kubeberth.report.output import QUEUE_SERIES_FILE, QUEUES_FILE
 from kubeberth.report.runs import Columns, Run
@@ -201,9 +201,7 @@ def queues_compare(runs: Sequence[Run]) -> Section | None:
         pend.set_ylabel("pending workloads (all ClusterQueues)")
         borrowed.set_ylabel("GPUs borrowed (all ClusterQueues)")
         for ax in (pend, borrowed):
-            ax.set_xlabel(f"simulated time ({unit})")
-            ax.set_ylim(bottom=0)
-            ax.legend(loc="upper left", fontsize=7)
+            time_panel(ax, f"simulated time ({unit})", fontsize=7)
         blocks.append(svg_figure(fig, "Pending workloads and borrowed GPUs per run"))
     blocks.append(Table(("queue", "metric", *(r.label for r in runs)), table))
     if reason_rows:

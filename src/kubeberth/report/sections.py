@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kubeberth.report.figures import colour, figure, log_y, steps, svg_figure, time_unit
+from kubeberth.report.figures import colour, figure, log_y, steps, svg_figure, time_panel, time_unit
 from kubeberth.report.html import Block, Details, Paragraph, Report, Section, Table
 from kubeberth.report.output import REPORT_FILE, summary_rows
 from kubeberth.report.queues import queue_section
@@ -76,10 +76,7 @@ def allocation(run: Run) -> Section:
     with figure() as (fig, (ax,)):
         for i, (col, label) in enumerate(ALLOCATION):
             ax.plot(x, run.series.num(col), label=label, color=colour(i), linewidth=1.2)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("allocated (%)")
-        ax.set_ylim(bottom=0)
-        ax.legend(loc="upper left")
+        time_panel(ax, xlabel, "allocated (%)")
         fig_block = svg_figure(fig, "CPU, memory and GPU allocation over time")
     return Section("CPU, memory and GPU allocation over time", [
         fig_block,
@@ -122,10 +119,7 @@ def attempts(run: Run) -> Section:
         for i, r in enumerate(ATTEMPT_RESULTS):
             ax.plot(*steps(x, per_interval(run.series.num(f"attempts_{r}"))), label=r,
                     color=colour(i), drawstyle="steps-post", linewidth=1.0)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("attempts per sample interval")
-        ax.set_ylim(bottom=0)
-        ax.legend(loc="upper left")
+        time_panel(ax, xlabel, "attempts per sample interval")
         fig_block = svg_figure(fig, "Scheduling attempts by result")
     return Section("Scheduling attempts by result", [
         fig_block,
@@ -178,9 +172,7 @@ def disruptions(run: Run) -> Section:
             left.set_ylabel("cumulative")
             right.set_ylabel("per sample interval")
             for ax in (left, right):
-                ax.set_xlabel(xlabel)
-                ax.set_ylim(bottom=0)
-                ax.legend(loc="upper left")
+                time_panel(ax, xlabel)
             blocks.append(svg_figure(fig, "Preemptions and evictions over time"))
     blocks.append(Table(("counter", "total"), list(totals.items())))
     preempted = run.pods.num("preempted")

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from kubeberth.api.errors import InputError
-from kubeberth.report.figures import colour, figure, steps, svg_figure, time_unit
+from kubeberth.report.figures import colour, figure, steps, svg_figure, time_panel, time_unit
 from kubeberth.report.html import Block, Cell, Paragraph, Section, Table
 from kubeberth.report.output import EVICTION_COLUMNS, EVICTIONS_FILE, SPILL_FILE, SUMMARY_FILE
 from kubeberth.report.runs import Columns, Run
@@ -161,8 +161,6 @@ def spill_compare(runs: Sequence[Run]) -> Section | None:
         sig.set_ylabel("free in-cluster GPUs (average)")
         vk.set_ylabel("pods on the VK node")
         for ax in (sig, vk):
-            ax.set_xlabel(f"simulated time ({unit})")
-            ax.set_ylim(bottom=0)
-            ax.legend(loc="upper left", fontsize=7)
+            time_panel(ax, f"simulated time ({unit})", fontsize=7)
         fig_block = svg_figure(fig, "Averaged free-GPU signal and pods on the VK node per run")
     return Section(TITLE, [fig_block, Table(("spill", *(r.label for r in runs)), rows)])

@@ -223,6 +223,21 @@ def _seconds(value: str, source: str, line: int, column: str) -> float:
                      field=column, expected=_EXPECT_SECONDS)
 
 
+def _unique_name(value: str, what: str, column: str, seen: dict[str, int], source: str,
+                 line: int) -> str:
+    """The row's name, recorded in ``seen`` (name → line); empty and repeated names are errors."""
+    name = value.strip()
+    if not name:
+        raise InputError(f"empty {what} name", source=source, line=line, field=column,
+                         expected=f"a unique {what} name such as openb-{what}-0000")
+    if name in seen:
+        raise InputError(f"{what} {name!r} already appears on line {seen[name]}",
+                         source=source, line=line, field=column,
+                         expected=f"a unique {what} name")
+    seen[name] = line
+    return name
+
+
 # ---- nodes -------------------------------------------------------------------------------------
 
 def _parse_nodes(text: str, source: str) -> list[Node]:
@@ -232,15 +247,7 @@ def _parse_nodes(text: str, source: str) -> list[Node]:
     nodes: list[Node] = []
     seen: dict[str, int] = {}
     for line, row in rows:
-        name = row[i_sn].strip()
-        if not name:
-            raise InputError("empty node name", source=source, line=line, field="sn",
-                             expected="a unique node name such as openb-node-0000")
-        if name in seen:
-            raise InputError(f"node {name!r} already appears on line {seen[name]}",
-                             source=source, line=line, field="sn",
-                             expected="a unique node name")
-        seen[name] = line
+        name = _unique_name(row[i_sn], "node", "sn", seen, source, line)
         cpu = _int(row[i_cpu].strip(), source, line, "cpu_milli")
         mem = _int(row[i_mem].strip(), source, line, "memory_mib")
         gpus = _int(row[i_gpu].strip(), source, line, "gpu")
@@ -333,15 +340,7 @@ def _parse_pods(text: str, source: str) -> list[TracePod]:
     pods: list[TracePod] = []
     seen: dict[str, int] = {}
     for index, (line, row) in enumerate(rows):
-        name = row[i_name].strip()
-        if not name:
-            raise InputError("empty pod name", source=source, line=line, field="name",
-                             expected="a unique pod name such as openb-pod-0000")
-        if name in seen:
-            raise InputError(f"pod {name!r} already appears on line {seen[name]}",
-                             source=source, line=line, field="name",
-                             expected="a unique pod name")
-        seen[name] = line
+        name = _unique_name(row[i_name], "pod", "name", seen, source, line)
         cpu = _int(row[i_cpu].strip(), source, line, "cpu_milli")
         mem = _int(row[i_mem].strip(), source, line, "memory_mib")
         num_gpu = _int(row[i_num].strip(), source, line, "num_gpu")

@@ -133,10 +133,8 @@ def _from_document(doc: Document) -> SpillConfig:
         raise doc.error(f"expected a {KIND}, found {doc.api_version or '?'} {doc.kind or '?'}",
                         field="kind", expected=f"apiVersion: {API_VERSION}, kind: {KIND}")
     cfg = convert(doc, SpillConfig)
-    try:
+    with doc.located():
         return validate(cfg)
-    except InputError as err:
-        raise doc.locate(err) from None
 
 
 def load_spill_config(path: str | Path | None) -> SpillConfig:

@@ -32,6 +32,7 @@ from kubeberth.api.objects import (
     Node,
     Pod,
     PodDisruptionBudget,
+    PodHolder,
     PriorityClass,
     Taint,
 )
@@ -115,7 +116,7 @@ class ResourceIndex:
 
 
 @dataclass(slots=True, eq=False)
-class PodInfo:
+class PodInfo(PodHolder):
     """A pod with what the scheduler derives from it once: requests, priority, identity.
 
     ``node`` is the node index while the pod is bound or assumed on one, else -1; ``gpu`` is its
@@ -143,18 +144,6 @@ class PodInfo:
     _vec_version: int = -1
     _req: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     _nz: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-
-    @property
-    def name(self) -> str:
-        return self.pod.metadata.name
-
-    @property
-    def namespace(self) -> str:
-        return self.pod.metadata.namespace or "default"
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return self.pod.metadata.labels
 
     def vectors(self, index: ResourceIndex) -> tuple[IntArray, IntArray]:
         """Request and non-zero request vectors in the index's current column order."""

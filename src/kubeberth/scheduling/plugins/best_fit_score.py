@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeberth.api.errors import InputError
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import ScorePlugin
@@ -25,7 +24,7 @@ from kubeberth.scheduling.plugins.gpu_common import (
     min_max_normalize,
     pod_cpu,
 )
-from kubeberth.scheduling.plugins.helper import trunc_div
+from kubeberth.scheduling.plugins.helper import reject_args, trunc_div
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 NAME = "BestFitScore"
@@ -48,6 +47,5 @@ class BestFitScore(ScorePlugin):
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> BestFitScore:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return BestFitScore()

@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Pod, ResourceMap
 from kubeberth.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, resource_map
 from kubeberth.scheduling.framework.cycle_state import CycleState
@@ -49,7 +48,7 @@ from kubeberth.scheduling.plugins.default_preemption import (
     nominate,
     preemption_policy,
 )
-from kubeberth.scheduling.plugins.helper import is_scalar_resource
+from kubeberth.scheduling.plugins.helper import UpdateWithPod, is_scalar_resource, reject_args
 from kubeberth.state.cluster import ClusterState, PodInfo
 
 NAME = "CapacityScheduling"
@@ -180,7 +179,7 @@ class PreFilterState:
 
 
 # ---- plugin ----------------------------------------------------------------------------------
-class CapacityScheduling(PreFilterPlugin, PreFilterExtensions, PostFilterPlugin, ReservePlugin,
+class CapacityScheduling(PreFilterPlugin, UpdateWithPod, PostFilterPlugin, ReservePlugin,
                          EnqueueExtensions):
     """scheduler-plugins' CapacityScheduling plugin."""
 
@@ -262,19 +261,16 @@ class CapacityScheduling(PreFilterPlugin, PreFilterExtensions, PostFilterPlugin,
     def pre_filter_extensions(self) -> PreFilterExtensions:
         return self
 
-    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: int,
-                snap: ClusterState) -> Status:
-        info = state.read(SNAPSHOT_KEY, QuotaInfos).get(to_add.namespace)
-        if info is not None:
-            info.add_pod(to_add.key, self._request(to_add))
-        return SUCCESS
-
-    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: int,
-                   snap: ClusterState) -> Status:
-        info = state.read(SNAPSHOT_KEY, QuotaInfos).get(to_remove.namespace)
-        if info is not None:
-            info.remove_pod(to_remove.key, self._request(to_remove))
-        return SUCCESS
+    def update_with_pod(self, state: CycleState, other: PodInfo, node: int, snap: ClusterState,
+                        delta: int) -> None:
+        """The pod counted in or out of its namespace's quota in the snapshot."""
+        info = state.read(SNAPSHOT_KEY, QuotaInfos).get(other.namespace)
+        if info is None:
+            return
+        if delta > 0:
+            info.add_pod(other.key, self._request(other))
+        else:
+            info.remove_pod(other.key, self._request(other))
 
     # ---- Reserve ---------------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, snap: ClusterState,
@@ -452,6 +448,5 @@ def _as_error(st: Status) -> Status:
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> CapacityScheduling:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return CapacityScheduling(handle)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeberth.api.errors import InputError
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import BindPlugin
 from kubeberth.scheduling.framework.status import SUCCESS, Status
+from kubeberth.scheduling.plugins.helper import reject_args
 from kubeberth.state.cluster import ClusterState, PodInfo
 
 NAME = "DefaultBinder"
@@ -28,6 +28,5 @@ class DefaultBinder(BindPlugin):
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> DefaultBinder:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return DefaultBinder()

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from kubeberth.api.errors import InputError
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE, ScorePlugin
@@ -29,7 +28,7 @@ from kubeberth.scheduling.plugins.gpu_common import (
     cpu_left,
     pod_cpu,
 )
-from kubeberth.scheduling.plugins.helper import trunc_div
+from kubeberth.scheduling.plugins.helper import reject_args, trunc_div
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 NAME = "DotProductScore"
@@ -51,6 +50,5 @@ class DotProductScore(ScorePlugin):
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> DotProductScore:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return DotProductScore()

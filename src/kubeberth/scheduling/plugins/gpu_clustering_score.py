@@ -15,27 +15,22 @@ from typing import Any
 
 import numpy as np
 
-from kubeberth.api.errors import InputError
-from kubeberth.scheduling.framework.cycle_state import CycleState
+from kubeberth.api.gpu import GpuDemand
 from kubeberth.scheduling.framework.handle import Handle
-from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE, ScorePlugin
-from kubeberth.scheduling.plugins.gpu_common import MAX_SPEC_GPU, clamp_score
-from kubeberth.scheduling.plugins.helper import trunc_div
-from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
+from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE
+from kubeberth.scheduling.plugins.gpu_common import MAX_SPEC_GPU, GpuPodScore, clamp_score
+from kubeberth.scheduling.plugins.helper import reject_args, trunc_div
+from kubeberth.state.cluster import IntArray
+from kubeberth.state.gpu import GpuDevices
 
 NAME = "GpuClusteringScore"
 _BAND = MAX_NODE_SCORE // 4
 
 
-class GpuClusteringScore(ScorePlugin):
+class GpuClusteringScore(GpuPodScore):
     name = NAME
 
-    def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
-              nodes: IntArray) -> IntArray:
-        gpu = pod.gpu
-        if gpu.count == 0:
-            return np.zeros(len(nodes), dtype=np.int64)
-        gpus = snap.gpus
+    def score_gpu(self, gpu: GpuDemand, gpus: GpuDevices, nodes: IntArray) -> IntArray:
         kinds = gpus.kinds[nodes]
         kind = 0 if gpu.is_share else gpu.count
         same = kinds[:, kind] > 0 if kind < kinds.shape[1] else np.zeros(len(nodes), np.bool_)
@@ -46,6 +41,5 @@ class GpuClusteringScore(ScorePlugin):
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> GpuClusteringScore:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return GpuClusteringScore()

@@ -10,18 +10,35 @@ at Reserve and otherwise uses its own ``deviceSelection``.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
 
+from kubeberth.api.gpu import GpuDemand
 from kubeberth.api.resources import CPU
 from kubeberth.scheduling.framework.cycle_state import CycleState
-from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE
+from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE, ScorePlugin
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
+from kubeberth.state.gpu import GpuDevices
 
 MAX_SPEC_CPU = 128_000  # millicores of the largest openb node
 MAX_SPEC_GPU = 8_000  # milli-GPU of the largest openb node
 DEVICE_CHOICE_KEY = "GpuDevices/choice"
+
+
+class GpuPodScore(ScorePlugin):
+    """A score only for GPU pods (GpuClustering, GpuPacking): CPU-only pods score 0 everywhere."""
+
+    def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+              nodes: IntArray) -> IntArray:
+        if pod.gpu.count == 0:
+            return np.zeros(len(nodes), dtype=np.int64)
+        return self.score_gpu(pod.gpu, snap.gpus, nodes)
+
+    @abstractmethod
+    def score_gpu(self, gpu: GpuDemand, gpus: GpuDevices, nodes: IntArray) -> IntArray:
+        """Raw scores of ``nodes`` for a pod that requests ``gpu``."""
 
 
 @dataclass(frozen=True, slots=True)

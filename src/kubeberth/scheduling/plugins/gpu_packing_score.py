@@ -19,25 +19,21 @@ from typing import Any
 
 import numpy as np
 
-from kubeberth.api.errors import InputError
-from kubeberth.api.gpu import MILLI_PER_GPU
-from kubeberth.scheduling.framework.cycle_state import CycleState
+from kubeberth.api.gpu import MILLI_PER_GPU, GpuDemand
 from kubeberth.scheduling.framework.handle import Handle
-from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE, ScorePlugin
-from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
+from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE
+from kubeberth.scheduling.plugins.gpu_common import GpuPodScore
+from kubeberth.scheduling.plugins.helper import reject_args
+from kubeberth.state.cluster import IntArray
+from kubeberth.state.gpu import GpuDevices
 
 NAME = "GpuPackingScore"
 
 
-class GpuPackingScore(ScorePlugin):
+class GpuPackingScore(GpuPodScore):
     name = NAME
 
-    def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
-              nodes: IntArray) -> IntArray:
-        gpu = pod.gpu
-        if gpu.count == 0:
-            return np.zeros(len(nodes), dtype=np.int64)
-        gpus = snap.gpus
+    def score_gpu(self, gpu: GpuDemand, gpus: GpuDevices, nodes: IntArray) -> IntArray:
         free = gpus.free[nodes]
         idle = np.count_nonzero(free == MILLI_PER_GPU, axis=1).astype(np.int64)
         all_idle = np.maximum(MAX_NODE_SCORE // 3 - idle, idle)
@@ -54,6 +50,5 @@ class GpuPackingScore(ScorePlugin):
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> GpuPackingScore:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return GpuPackingScore()

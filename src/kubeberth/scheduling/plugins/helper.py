@@ -15,6 +15,7 @@ module decides nothing by itself and holds no per-cycle state.
 from __future__ import annotations
 
 import re
+from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,9 +25,10 @@ import numpy as np
 import numpy.typing as npt
 
 from kubeberth.api.errors import InputError
-from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE
-from kubeberth.scheduling.framework.status import FilterResult
-from kubeberth.state.cluster import BoolArray, ClusterState, IntArray
+from kubeberth.scheduling.framework.cycle_state import CycleState
+from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE, PreFilterExtensions
+from kubeberth.scheduling.framework.status import SUCCESS, FilterResult, Status
+from kubeberth.state.cluster import BoolArray, ClusterState, IntArray, PodInfo
 
 IdArray = npt.NDArray[np.int32]
 
@@ -205,6 +207,26 @@ def parse_resource_specs(items: list[Any], where: str) -> tuple[ResourceSpec, ..
     return tuple(out)
 
 
+# ---- PreFilter extensions ---------------------------------------------------------------------
+class UpdateWithPod(PreFilterExtensions):
+    """AddPod and RemovePod as upstream's plugins write them: one ``updateWithPod`` that counts
+    the pod in (+1) or out (-1) of the PreFilter state preemption's dry runs edit."""
+
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: int,
+                snap: ClusterState) -> Status:
+        self.update_with_pod(state, to_add, node, snap, 1)
+        return SUCCESS
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: int,
+                   snap: ClusterState) -> Status:
+        self.update_with_pod(state, to_remove, node, snap, -1)
+        return SUCCESS
+
+    @abstractmethod
+    def update_with_pod(self, state: CycleState, other: PodInfo, node: int, snap: ClusterState,
+                        delta: int) -> None: ...
+
+
 # ---- args readers ----------------------------------------------------------------------------
 def args_mapping(raw: object, where: str | None = None) -> Mapping[str, Any]:
     """``raw`` as a mapping (None is empty); ``where`` names it in the error."""
@@ -213,6 +235,12 @@ def args_mapping(raw: object, where: str | None = None) -> Mapping[str, Any]:
     if not isinstance(raw, Mapping):
         raise InputError(f"{raw!r} is not a mapping", field=where, expected="a mapping of fields")
     return raw
+
+
+def reject_args(name: str, args: Mapping[str, Any] | None) -> None:
+    """For the plugins upstream gives no args type: any pluginConfig args are an error."""
+    if args:
+        raise InputError(f"{name} takes no args", expected="no pluginConfig args for " + name)
 
 
 def reject_unknown(raw: Mapping[str, Any], allowed: Sequence[str], where: str | None) -> None:

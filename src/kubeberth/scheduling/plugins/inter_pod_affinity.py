@@ -45,6 +45,7 @@ from kubeberth.scheduling.framework.interface import (
     ScorePlugin,
 )
 from kubeberth.scheduling.framework.status import SKIP, SUCCESS, Code, FilterResult, Status
+from kubeberth.scheduling.plugins.helper import UpdateWithPod
 from kubeberth.scheduling.plugins.pod_topology_spread import DomainIndex
 from kubeberth.state.cluster import BoolArray, ClusterState, IntArray, PodInfo
 
@@ -375,8 +376,8 @@ class _PreScoreState:
 
 
 # ---- the plugin --------------------------------------------------------------------------------
-class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreScorePlugin,
-                       ScorePlugin, EnqueueExtensions):
+class InterPodAffinity(PreFilterPlugin, UpdateWithPod, FilterPlugin, PreScorePlugin, ScorePlugin,
+                       EnqueueExtensions):
     name: ClassVar[str] = NAME
 
     def __init__(self, args: InterPodAffinityArgs) -> None:
@@ -432,20 +433,10 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
     def pre_filter_extensions(self) -> PreFilterExtensions:
         return self
 
-    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: int,
-                snap: ClusterState) -> Status:
-        self._update(state.read(PRE_FILTER_STATE_KEY, _PreFilterState), to_add, node, snap, 1)
-        return SUCCESS
-
-    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: int,
-                   snap: ClusterState) -> Status:
-        self._update(state.read(PRE_FILTER_STATE_KEY, _PreFilterState), to_remove, node, snap,
-                     -1)
-        return SUCCESS
-
-    def _update(self, s: _PreFilterState, other: PodInfo, node: int, snap: ClusterState,
-                delta: int) -> None:
+    def update_with_pod(self, state: CycleState, other: PodInfo, node: int, snap: ClusterState,
+                        delta: int) -> None:
         """Upstream ``preFilterState.updateWithPod``."""
+        s = state.read(PRE_FILTER_STATE_KEY, _PreFilterState)
         ns_labels = _namespace_labels(snap)
         on_node = snap.labels[node]
         for t in self._index.terms_of(other).required_anti_affinity:

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from kubeberth.api.errors import InputError
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import (
@@ -25,7 +24,7 @@ from kubeberth.scheduling.framework.interface import (
     PreFilterResult,
 )
 from kubeberth.scheduling.framework.status import SKIP, SUCCESS, Code, FilterResult, Status
-from kubeberth.scheduling.plugins.helper import all_pass
+from kubeberth.scheduling.plugins.helper import all_pass, reject_args
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 NAME = "NodeName"
@@ -57,6 +56,5 @@ class NodeName(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> NodeName:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return NodeName()

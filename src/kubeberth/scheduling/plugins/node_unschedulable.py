@@ -13,14 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Taint
 from kubeberth.api.selectors import tolerated
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import ClusterEvent, EnqueueExtensions, FilterPlugin
 from kubeberth.scheduling.framework.status import Code, FilterResult
-from kubeberth.scheduling.plugins.helper import all_pass
+from kubeberth.scheduling.plugins.helper import all_pass, reject_args
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 NAME = "NodeUnschedulable"
@@ -50,6 +49,5 @@ class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> NodeUnschedulable:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return NodeUnschedulable()

@@ -47,6 +47,7 @@ from kubeberth.scheduling.framework.interface import (
     ScorePlugin,
 )
 from kubeberth.scheduling.framework.status import SKIP, SUCCESS, Code, FilterResult, Status
+from kubeberth.scheduling.plugins.helper import UpdateWithPod
 from kubeberth.state.cluster import BoolArray, ClusterState, IntArray, PodInfo
 
 NAME = "PodTopologySpread"
@@ -469,7 +470,7 @@ class _PreScoreState:
 
 
 # ---- the plugin --------------------------------------------------------------------------------
-class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreScorePlugin,
+class PodTopologySpread(PreFilterPlugin, UpdateWithPod, FilterPlugin, PreScorePlugin,
                         ScorePlugin, EnqueueExtensions):
     name: ClassVar[str] = NAME
 
@@ -565,19 +566,10 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
     def pre_filter_extensions(self) -> PreFilterExtensions:
         return self
 
-    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: int,
-                snap: ClusterState) -> Status:
-        self._update(state.read(PRE_FILTER_STATE_KEY, _PreFilterState), to_add, node, 1)
-        return SUCCESS
-
-    def remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: int,
-                   snap: ClusterState) -> Status:
-        self._update(state.read(PRE_FILTER_STATE_KEY, _PreFilterState), to_remove, node, -1)
-        return SUCCESS
-
-    @staticmethod
-    def _update(s: _PreFilterState, other: PodInfo, node: int, delta: int) -> None:
+    def update_with_pod(self, state: CycleState, other: PodInfo, node: int, snap: ClusterState,
+                        delta: int) -> None:
         """Upstream ``updateWithPod`` (terminating pods are not skipped here, as upstream)."""
+        s = state.read(PRE_FILTER_STATE_KEY, _PreFilterState)
         if other.namespace != s.namespace:
             return
         labels = other.labels

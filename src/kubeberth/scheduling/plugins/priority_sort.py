@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeberth.api.errors import InputError
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import QueuedPodInfo, QueueSortPlugin
+from kubeberth.scheduling.plugins.helper import reject_args
 
 NAME = "PrioritySort"
 
@@ -24,6 +24,5 @@ class PrioritySort(QueueSortPlugin):
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> PrioritySort:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return PrioritySort()

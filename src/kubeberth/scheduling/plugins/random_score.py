@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from kubeberth.api.errors import InputError
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE, PreScorePlugin, ScorePlugin
 from kubeberth.scheduling.framework.status import SUCCESS, Status
+from kubeberth.scheduling.plugins.helper import reject_args
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 NAME = "RandomScore"
@@ -43,6 +43,5 @@ class RandomScore(PreScorePlugin, ScorePlugin):
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> RandomScore:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return RandomScore(handle)

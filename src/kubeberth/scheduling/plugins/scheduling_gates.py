@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeberth.api.errors import InputError
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import (
     ClusterEvent,
@@ -18,6 +17,7 @@ from kubeberth.scheduling.framework.interface import (
     PreEnqueuePlugin,
 )
 from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
+from kubeberth.scheduling.plugins.helper import reject_args
 from kubeberth.state.cluster import PodInfo
 
 NAME = "SchedulingGates"
@@ -40,6 +40,5 @@ class SchedulingGates(PreEnqueuePlugin, EnqueueExtensions):
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> SchedulingGates:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return SchedulingGates()

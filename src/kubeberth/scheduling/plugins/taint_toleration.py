@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Taint, Toleration
 from kubeberth.api.selectors import tolerated
 from kubeberth.scheduling.framework.cycle_state import CycleState
@@ -32,7 +31,12 @@ from kubeberth.scheduling.framework.interface import (
     ScorePlugin,
 )
 from kubeberth.scheduling.framework.status import SUCCESS, Code, FilterResult, Status
-from kubeberth.scheduling.plugins.helper import IdArray, all_pass, default_normalize_score
+from kubeberth.scheduling.plugins.helper import (
+    IdArray,
+    all_pass,
+    default_normalize_score,
+    reject_args,
+)
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 NAME = "TaintToleration"
@@ -173,6 +177,5 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> TaintToleration:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return TaintToleration()

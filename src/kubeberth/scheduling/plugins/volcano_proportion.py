@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeberth.api.errors import InputError
 from kubeberth.api.objects import ResourceMap
 from kubeberth.api.resources import resource_map
 from kubeberth.api.scheduling_crds import VOLCANO_DEFAULT_QUEUE, Queue
@@ -36,6 +35,7 @@ from kubeberth.scheduling.framework.interface import (
     PreFilterResult,
 )
 from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
+from kubeberth.scheduling.plugins.helper import reject_args
 from kubeberth.scheduling.plugins.volcano_resource import (
     MAX_FLOAT,
     Default,
@@ -197,6 +197,5 @@ def _show(r: VResource) -> str:
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> VolcanoProportion:
-    if args:
-        raise InputError(f"{NAME} takes no args", expected="no pluginConfig args for " + NAME)
+    reject_args(NAME, args)
     return VolcanoProportion(handle)

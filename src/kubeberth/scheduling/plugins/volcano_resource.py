@@ -12,7 +12,7 @@ the queue from the PodGroup's ``spec.queue``, else the pod's queue annotation, e
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 
 from kubeberth.api.resources import CPU, MEMORY, PODS
@@ -141,22 +141,22 @@ def diff(r: Mapping[str, float], rr: Mapping[str, float]) -> tuple[VResource, VR
     return inc, dec
 
 
+def _per_dimension(pick: Callable[[float, float], float], left: Mapping[str, float],
+                   right: Mapping[str, float]) -> VResource:
+    """``pick`` of the two sides in cpu, memory and every extended resource either side has (a
+    missing one counts as 0), the shape of Volcano's ``helpers.Max`` and ``helpers.Min``."""
+    return {k: pick(left.get(k, 0.0), right.get(k, 0.0))
+            for k in (CPU, MEMORY, *_scalars(left), *_scalars(right))}
+
+
 def maximum(left: Mapping[str, float], right: Mapping[str, float]) -> VResource:
-    """Volcano ``helpers.Max`` (a missing extended resource counts as 0)."""
-    out: VResource = {CPU: max(left.get(CPU, 0.0), right.get(CPU, 0.0)),
-                      MEMORY: max(left.get(MEMORY, 0.0), right.get(MEMORY, 0.0))}
-    for k in (*_scalars(left), *_scalars(right)):
-        out[k] = max(left.get(k, 0.0), right.get(k, 0.0))
-    return out
+    """Volcano ``helpers.Max``."""
+    return _per_dimension(max, left, right)
 
 
 def minimum(left: Mapping[str, float], right: Mapping[str, float]) -> VResource:
-    """Volcano ``helpers.Min`` (a missing extended resource counts as 0)."""
-    out: VResource = {CPU: min(left.get(CPU, 0.0), right.get(CPU, 0.0)),
-                      MEMORY: min(left.get(MEMORY, 0.0), right.get(MEMORY, 0.0))}
-    for k in (*_scalars(left), *_scalars(right)):
-        out[k] = min(left.get(k, 0.0), right.get(k, 0.0))
-    return out
+    """Volcano ``helpers.Min``."""
+    return _per_dimension(min, left, right)
 
 
 def is_empty(r: Mapping[str, float]) -> bool:
