@@ -50,9 +50,6 @@ KNOWN_BUGS = {
     "nominated-status-order": "for a node with nominated pods kubeberth runs the Filters without "
                               "them first and keeps that status when it fails; upstream runs "
                               "with them first, so its FitError reasons for that node differ",
-    "victim-start-time": "a bound pod without status.startTime counts as the oldest when "
-                         "preemption ranks victims; upstream counts it as started now (the "
-                         "newest, so evicted first among equal priorities)",
 }
 _PREEMPTED = re.compile(r" preemption: found a potential placement for pod on node \S+, "
                         r"preempting \d+ victims$")

@@ -48,6 +48,7 @@ from lightkube.types import PatchType
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Node, Pod, PodDisruptionBudget
+from kubeberth.api.times import parse_time_or_none
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.live.cache import TYPED_KINDS, decode, document
@@ -87,12 +88,10 @@ class SchedulingDecision:
 
 
 def _epoch(stamp: str | None) -> float:
-    if not stamp:
-        return time.time()
-    try:
-        return dt.datetime.fromisoformat(stamp).timestamp()
-    except ValueError:
-        return time.time()
+    """status.startTime; a pod without one counts as started now, as upstream's
+    GetPodStartTime has it."""
+    when = parse_time_or_none(stamp)
+    return time.time() if when is None else when
 
 
 def reads_config_maps(sched: Scheduler) -> bool:

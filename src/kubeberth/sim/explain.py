@@ -9,12 +9,12 @@ normalized and weighted. The JSON shape is a public contract documented in docs/
 
 from __future__ import annotations
 
-import datetime as dt
+import math
 from typing import Any
 
 from kubeberth.admission.model import QUEUE_LABEL
-from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Pod
+from kubeberth.api.times import parse_time
 from kubeberth.config.configmaps import initial_config_maps, load_config_maps
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
@@ -46,8 +46,10 @@ def build_state(manifests: Manifests) -> tuple[ClusterState, list[PodInfo]]:
     pending: list[PodInfo] = []
     for seq, pod in enumerate(manifests.pods):
         pi = make_pod_info(pod, snap.priority_classes, seq=seq)
-        if pod.status.start_time:
-            pi.start_time = _epoch_seconds(pod.status.start_time, seq)
+        # Upstream's GetPodStartTime reads a pod without status.startTime as started now, so
+        # it is the newest, first victim: later than every recorded start.
+        pi.start_time = parse_time(pod.status.start_time, "status.startTime") \
+            if pod.status.start_time else math.inf
         if pod.spec.node_name:
             idx = snap.node_index.get(pod.spec.node_name)
             if idx is not None and snap.present[idx]:
@@ -106,16 +108,6 @@ def owner_pods(manifests: Manifests) -> list[Pod]:
             want = owner.replicas
         created.extend(owner.new_pod() for _ in range(max(0, want - active)))
     return created
-
-
-def _epoch_seconds(stamp: str, seq: int) -> float:
-    """status.startTime (RFC 3339) as seconds since the epoch; preemption orders victims by it."""
-    try:
-        return dt.datetime.fromisoformat(stamp).timestamp()
-    except ValueError:
-        raise InputError(f"pod #{seq}: status.startTime {stamp!r} is not a timestamp",
-                         field="status.startTime",
-                         expected="an RFC 3339 time such as 2024-01-01T00:00:00Z") from None
 
 
 def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Registry,
