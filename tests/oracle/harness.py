@@ -34,8 +34,6 @@ Json = dict[str, Any]
 # Known kubeberth bugs the oracle found (tests/oracle/test_known_bugs.py holds a strict xfail
 # repro of each). ``normalise`` hides them only while they are listed here.
 KNOWN_BUGS = {
-    "nodename-skip": "NodeName's PreFilter returns Skip for pods without spec.nodeName; upstream "
-                     "v1.37 returns Success, so its Filter runs (and passes) on every node",
     "taint-reason": "TaintToleration's Filter reason names the taint; upstream v1.37 says "
                     "'node(s) had untolerated taint(s)'",
     "lone-node-scored": "explain scores a lone feasible node; upstream's schedulePod takes it "
@@ -139,8 +137,6 @@ def normalise(kb: Json, oracle: Json, bugs: set[str] | None = None) -> tuple[Jso
     # Deviation: volume, port, image and DRA plugins are unmodelled (docs/design.md); kubeberth
     # names them, the oracle runs them (they pass and score 0 on this project's inputs).
     unmodelled = set(kb.get("unmodelledPlugins", []))
-    if "nodename-skip" in bugs:
-        unmodelled.add("NodeName")
 
     def pod_view(p: Json) -> Json:
         nodes = {}

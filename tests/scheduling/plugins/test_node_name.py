@@ -17,10 +17,11 @@ def plugin() -> NodeName:
     return node_name.new(None, handle())
 
 
-def test_pod_without_node_name_skips() -> None:
+def test_pod_without_node_name_does_not_narrow_and_passes_every_node() -> None:
+    """Upstream v1.37's PreFilter succeeds (no Skip), so Filter runs and passes every node."""
     snap = cluster(make_node("a"), make_node("b"))
     result, st_ = plugin().pre_filter(CycleState(), make_pod("p"), snap)
-    assert result is None and st_.code == Code.SKIP
+    assert result is None and st_.code == Code.SUCCESS
     assert all(v.ok for v in run_filter(plugin(), make_pod("p"), snap).values())
 
 

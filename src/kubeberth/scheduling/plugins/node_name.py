@@ -2,9 +2,10 @@
 
 PreFilter narrows the cycle to that one node, as newest upstream does, and Filter rejects every
 other node as UnschedulableAndUnresolvable so preemption never tries them. For pods without
-``spec.nodeName`` PreFilter returns Skip, so the framework does not run Filter at all (it would
-pass every node). (Pods a manifest already binds are placed by the host, not
-scheduled; this plugin matters for pods that name a node yet go through the scheduler.)
+``spec.nodeName`` PreFilter succeeds without narrowing and Filter passes every node, as
+upstream v1.37 does (its Filter verdict shows on every node in ``explain``). (Pods a manifest
+already binds are placed by the host, not scheduled; this plugin matters for pods that name a
+node yet go through the scheduler.)
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from kubeberth.scheduling.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
 )
-from kubeberth.scheduling.framework.status import SKIP, SUCCESS, Code, FilterResult, Status
+from kubeberth.scheduling.framework.status import SUCCESS, Code, FilterResult, Status
 from kubeberth.scheduling.plugins.helper import all_pass, reject_args
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
@@ -38,7 +39,7 @@ class NodeName(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
                    snap: ClusterState) -> tuple[PreFilterResult | None, Status]:
         wanted = pod.pod.spec.node_name
         if not wanted:
-            return None, SKIP
+            return None, SUCCESS
         return PreFilterResult({wanted}), SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
