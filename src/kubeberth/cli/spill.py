@@ -69,15 +69,14 @@ def query(
 ) -> None:
     """Print the free-GPU PromQL query; with --prometheus, also its current value as JSON."""
     from kubeberth.live.prometheus import PrometheusSignal
-    from kubeberth.spill.promql import free_gpu_query
+    from kubeberth.spill.promql import configured_query
 
     with user_errors():
         cfg = load_spill_config(config)
         if prometheus is not None and not prometheus.startswith(("http://", "https://")):
             raise InputError(f"{prometheus!r} is not an http(s) URL", field="--prometheus",
                              expected="a Prometheus base URL such as http://prometheus:9090")
-    text = cfg.controller.signal.query or free_gpu_query([cfg.virtual_node.name],
-                                                         cfg.controller.exclude_pods)
+    text = configured_query(cfg)
     if prometheus is None:
         sys.stdout.write(text + "\n")
         return

@@ -25,7 +25,7 @@ import urllib.request
 from typing import Any
 
 from kubeberth.spill.config import SpillConfig
-from kubeberth.spill.promql import free_gpu_query
+from kubeberth.spill.promql import configured_query
 from kubeberth.spill.signal import ClusterSignal, Reading, SignalSource
 from kubeberth.state.cluster import ClusterState
 
@@ -35,9 +35,8 @@ def spill_signal(cfg: SpillConfig) -> SignalSource:
     computed from the simulated cluster."""
     c = cfg.controller
     if c.signal.source == "prometheus":
-        query = c.signal.query or free_gpu_query([cfg.virtual_node.name], c.exclude_pods)
-        return PrometheusSignal(c.signal.url, query, c.signal.timeout_seconds)
-    return ClusterSignal([cfg.virtual_node.name], c.exclude_pods)
+        return PrometheusSignal(c.signal.url, configured_query(cfg), c.signal.timeout_seconds)
+    return ClusterSignal.for_config(cfg)
 
 
 class PrometheusSignal:

@@ -44,7 +44,7 @@ from kubeberth.live.metrics import ControllerMetrics
 from kubeberth.live.prometheus import PrometheusSignal
 from kubeberth.spill.config import SpillConfig
 from kubeberth.spill.policy import ADD, ControllerState, StepResult, step
-from kubeberth.spill.promql import free_gpu_query
+from kubeberth.spill.promql import configured_query
 from kubeberth.spill.signal import ClusterSignal, Reading
 from kubeberth.spill.vk import LOW_GPU_TAINT
 from kubeberth.state.cluster import ClusterState, make_pod_info
@@ -103,7 +103,7 @@ class ApiSignal:
     def __init__(self, cache: Store, broken: Callable[[], list[str]], cfg: SpillConfig) -> None:
         self.cache = cache
         self.broken = broken
-        self.signal = ClusterSignal([cfg.virtual_node.name], cfg.controller.exclude_pods)
+        self.signal = ClusterSignal.for_config(cfg)
 
     def read(self, now: float) -> Reading:
         broken = self.broken()
@@ -149,8 +149,7 @@ class LiveSpillController(Controller[SpillMetrics]):
         self.cache = Store(API_RESOURCES)
         self.prometheus: PrometheusSignal | None = None
         if url:
-            query = sig.query or free_gpu_query([self.node_name], self.args.exclude_pods)
-            self.prometheus = PrometheusSignal(url, query, sig.timeout_seconds)
+            self.prometheus = PrometheusSignal(url, configured_query(cfg), sig.timeout_seconds)
         else:
             for kind, res in API_RESOURCES.items():
                 self.watch(kind, res, decode=decode)

@@ -56,7 +56,7 @@ def cluster_signal(cfg: SpillConfig) -> SignalSource:
     c = cfg.controller
     if c.signal.source == "prometheus":
         raise ValueError("a spill config with a prometheus signal needs its source passed in")
-    return ClusterSignal([cfg.virtual_node.name], c.exclude_pods)
+    return ClusterSignal.for_config(cfg)
 
 
 class SpillHost(PodListener):

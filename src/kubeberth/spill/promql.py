@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from kubeberth.spill.config import ExcludePods
+from kubeberth.spill.config import ExcludePods, SpillConfig
 
 _LABEL_CHARS = re.compile(r"[^a-zA-Z0-9_]")
 _RE2_META = re.compile(r"([.^$*+?()\[\]{}|\\])")
@@ -35,6 +35,13 @@ def _quote(value: str) -> str:
 
 def _regex_alternatives(values: Sequence[str]) -> str:
     return _quote("|".join(_RE2_META.sub(r"\\\1", v) for v in values))
+
+
+def configured_query(cfg: SpillConfig) -> str:
+    """The query a SpillConfig runs: its own ``signal.query``, else :func:`free_gpu_query` for
+    its VK node and excluded pods."""
+    c = cfg.controller
+    return c.signal.query or free_gpu_query([cfg.virtual_node.name], c.exclude_pods)
 
 
 def free_gpu_query(vk_nodes: Sequence[str], exclude: ExcludePods) -> str:

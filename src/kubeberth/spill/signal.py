@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kubeberth.api.resources import GPU
-from kubeberth.spill.config import ExcludePods
+from kubeberth.spill.config import ExcludePods, SpillConfig
 from kubeberth.state.cluster import ClusterState
 
 
@@ -44,6 +44,11 @@ class ClusterSignal:
         self.vk_nodes = frozenset(vk_nodes)
         self.exclude_labels = dict(exclude.match_labels)
         self.exclude_classes = frozenset(exclude.priority_class_names)
+
+    @classmethod
+    def for_config(cls, cfg: SpillConfig) -> ClusterSignal:
+        """The signal a SpillConfig describes: its VK node left out, its pods excluded."""
+        return cls([cfg.virtual_node.name], cfg.controller.exclude_pods)
 
     def read(self, snapshot: ClusterState, now: float) -> Reading:
         return Reading(free_gpus(snapshot, self.vk_nodes, self.exclude_labels,
