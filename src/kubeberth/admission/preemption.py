@@ -13,8 +13,9 @@ snapshot is mutated during the simulation and always restored before returning.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from kubeberth.admission.model import Workload
 from kubeberth.admission.quota import (
@@ -42,6 +43,8 @@ _NEVER, _WITHIN_CQ, _HIERARCHICAL, _WITHOUT_BORROWING, _WHILE_BORROWING = range(
 _VARIANT_REASON = {_WITHIN_CQ: IN_CLUSTER_QUEUE, _HIERARCHICAL: IN_COHORT_RECLAMATION,
                    _WITHOUT_BORROWING: IN_COHORT_RECLAMATION,
                    _WHILE_BORROWING: IN_COHORT_RECLAIM_WHILE_BORROWING}
+
+_Node = TypeVar("_Node", bound=QuotaNode)
 
 
 @dataclass(slots=True)
@@ -398,26 +401,12 @@ class _TargetOrdering:
                 yield target
 
     def _next(self, cohort: CohortSnapshot) -> ClusterQueueSnapshot | None:
-        best_cq: ClusterQueueSnapshot | None = None
-        best_cq_drs = DRS(1.0, -1.0, "")
-        for cq in sorted(cohort.children_cqs, key=lambda c: c.name):
-            if cq.name in self.pruned_cqs:
-                continue
-            drs = cq.dominant_resource_share()
-            if (drs.is_zero() and cq is not self.ctx.cq) or not self.has_workload(cq):
-                self.pruned_cqs.add(cq.name)
-            elif _ge(drs, best_cq_drs):
-                best_cq, best_cq_drs = cq, drs
-        best_co: CohortSnapshot | None = None
-        best_co_drs = DRS(1.0, -1.0, "")
-        for co in sorted(cohort.children_cohorts, key=lambda c: c.name):
-            if co.name in self.pruned_cohorts:
-                continue
-            drs = co.dominant_resource_share()
-            if drs.is_zero() and id(co) not in self.ancestors:
-                self.pruned_cohorts.add(co.name)
-            elif _ge(drs, best_co_drs):
-                best_co, best_co_drs = co, drs
+        best_cq, best_cq_drs = _highest_share(
+            cohort.children_cqs, self.pruned_cqs,
+            lambda cq, drs: (drs.is_zero() and cq is not self.ctx.cq) or not self.has_workload(cq))
+        best_co, best_co_drs = _highest_share(
+            cohort.children_cohorts, self.pruned_cohorts,
+            lambda co, drs: drs.is_zero() and id(co) not in self.ancestors)
         if best_co is None and best_cq is None:
             self.pruned_cohorts.add(cohort.name)
             return None
@@ -443,6 +432,23 @@ class _TargetOrdering:
             return self._almost_lcas(target)[1].dominant_resource_share()
         finally:
             target.add_usage(info.usage)
+
+
+def _highest_share(children: list[_Node], pruned: set[str],
+                   prune: Callable[[_Node, DRS], bool]) -> tuple[_Node | None, DRS]:
+    """The child with the highest share (the last by name among equals), skipping the pruned
+    ones and pruning those ``prune`` rules out; with none left, None and a share below all."""
+    best: _Node | None = None
+    best_drs = DRS(1.0, -1.0, "")
+    for node in sorted(children, key=lambda c: c.name):
+        if node.name in pruned:
+            continue
+        drs = node.dominant_resource_share()
+        if prune(node, drs):
+            pruned.add(node.name)
+        elif _ge(drs, best_drs):
+            best, best_drs = node, drs
+    return best, best_drs
 
 
 def _ge(a: DRS, b: DRS) -> bool:

@@ -9,7 +9,7 @@ into milli-units, which keeps round-tripping a manifest lossless.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import msgspec
 
@@ -43,6 +43,22 @@ class ObjectMeta(_K8s):
     deletion_timestamp: str | None = None
     deletion_grace_period_seconds: int | None = None
     finalizers: list[str] = []
+
+
+class _Object(_K8s):
+    """Base for a top-level object. A subclass gives ``api_version`` and ``kind`` their
+    defaults; redefined fields keep their place, so the wire order stays apiVersion, kind,
+    metadata, spec."""
+
+    api_version: str
+    kind: str
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+    @property
+    def key(self) -> str:
+        """``namespace/name`` (no namespace reads ``default``), the identity used in every report
+        of a namespaced object."""
+        return f"{self.metadata.namespace or 'default'}/{self.metadata.name}"
 
 
 class LabelSelectorRequirement(_K8s):
@@ -186,19 +202,11 @@ class PodStatus(_K8s):
     init_container_statuses: list[ContainerStatus] = []
 
 
-class Pod(_K8s):
-    API_VERSION: ClassVar[str] = "v1"
-    KIND: ClassVar[str] = "Pod"
+class Pod(_Object):
     api_version: str = "v1"
     kind: str = "Pod"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: PodSpec = msgspec.field(default_factory=PodSpec)
     status: PodStatus = msgspec.field(default_factory=PodStatus)
-
-    @property
-    def key(self) -> str:
-        """``namespace/name``, the identity used in every report."""
-        return f"{self.metadata.namespace or 'default'}/{self.metadata.name}"
 
 
 class PodHolder:
@@ -240,12 +248,9 @@ class NodeStatus(_K8s):
     conditions: list[NodeCondition] = []
 
 
-class Node(_K8s):
-    API_VERSION: ClassVar[str] = "v1"
-    KIND: ClassVar[str] = "Node"
+class Node(_Object):
     api_version: str = "v1"
     kind: str = "Node"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
     status: NodeStatus = msgspec.field(default_factory=NodeStatus)
 
@@ -258,24 +263,18 @@ class Node(_K8s):
         return True
 
 
-class PriorityClass(_K8s):
-    API_VERSION: ClassVar[str] = "scheduling.k8s.io/v1"
-    KIND: ClassVar[str] = "PriorityClass"
+class PriorityClass(_Object):
     api_version: str = "scheduling.k8s.io/v1"
     kind: str = "PriorityClass"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     value: int = 0
     global_default: bool = False
     preemption_policy: str = "PreemptLowerPriority"
     description: str = ""
 
 
-class Namespace(_K8s):
-    API_VERSION: ClassVar[str] = "v1"
-    KIND: ClassVar[str] = "Namespace"
+class Namespace(_Object):
     api_version: str = "v1"
     kind: str = "Namespace"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
 
 
 class PodDisruptionBudgetSpec(_K8s):
@@ -293,12 +292,9 @@ class PodDisruptionBudgetStatus(_K8s):
     disrupted_pods: dict[str, str] = {}
 
 
-class PodDisruptionBudget(_K8s):
-    API_VERSION: ClassVar[str] = "policy/v1"
-    KIND: ClassVar[str] = "PodDisruptionBudget"
+class PodDisruptionBudget(_Object):
     api_version: str = "policy/v1"
     kind: str = "PodDisruptionBudget"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: PodDisruptionBudgetSpec = msgspec.field(default_factory=PodDisruptionBudgetSpec)
     status: PodDisruptionBudgetStatus = msgspec.field(default_factory=PodDisruptionBudgetStatus)
 

@@ -9,11 +9,9 @@ backoffLimit. Rollouts, revision history and pod failure policies are not.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import msgspec
 
-from kubeberth.api.objects import LabelSelector, ObjectMeta, PodSpec, _K8s
+from kubeberth.api.objects import LabelSelector, ObjectMeta, PodSpec, _K8s, _Object
 
 
 class PodTemplateSpec(_K8s):
@@ -21,34 +19,25 @@ class PodTemplateSpec(_K8s):
     spec: PodSpec = msgspec.field(default_factory=PodSpec)
 
 
-class ReplicaSetSpec(_K8s):
+class ReplicatedSpec(_K8s):
+    """The spec of a ReplicaSet and of a Deployment: what the simulator reads of the two is the
+    same (a Deployment's strategy and revision history are not modelled)."""
+
     replicas: int = 1
     selector: LabelSelector | None = None
     template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
 
 
-class ReplicaSet(_K8s):
-    API_VERSION: ClassVar[str] = "apps/v1"
-    KIND: ClassVar[str] = "ReplicaSet"
+class ReplicaSet(_Object):
     api_version: str = "apps/v1"
     kind: str = "ReplicaSet"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
-    spec: ReplicaSetSpec = msgspec.field(default_factory=ReplicaSetSpec)
+    spec: ReplicatedSpec = msgspec.field(default_factory=ReplicatedSpec)
 
 
-class DeploymentSpec(_K8s):
-    replicas: int = 1
-    selector: LabelSelector | None = None
-    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
-
-
-class Deployment(_K8s):
-    API_VERSION: ClassVar[str] = "apps/v1"
-    KIND: ClassVar[str] = "Deployment"
+class Deployment(_Object):
     api_version: str = "apps/v1"
     kind: str = "Deployment"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
-    spec: DeploymentSpec = msgspec.field(default_factory=DeploymentSpec)
+    spec: ReplicatedSpec = msgspec.field(default_factory=ReplicatedSpec)
 
 
 class JobSpec(_K8s):
@@ -59,10 +48,7 @@ class JobSpec(_K8s):
     template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
 
 
-class Job(_K8s):
-    API_VERSION: ClassVar[str] = "batch/v1"
-    KIND: ClassVar[str] = "Job"
+class Job(_Object):
     api_version: str = "batch/v1"
     kind: str = "Job"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: JobSpec = msgspec.field(default_factory=JobSpec)

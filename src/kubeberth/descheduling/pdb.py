@@ -50,7 +50,7 @@ def describe(st: BudgetStatus) -> str:
     rule = (f"minAvailable {spec.min_available}" if spec.min_available is not None
             else f"maxUnavailable {spec.max_unavailable}" if spec.max_unavailable is not None
             else "no minAvailable/maxUnavailable")
-    return (f"PodDisruptionBudget {st.name} ({rule}; {st.current_healthy} healthy of "
+    return (f"PodDisruptionBudget {st.pdb.key} ({rule}; {st.current_healthy} healthy of "
             f"{st.expected_pods} expected, {st.desired_healthy} required) allows no more "
             "disruptions")
 
@@ -78,7 +78,7 @@ class SnapshotBudgets:
             return None
         found = self.budgets.matching(view)
         if verdict.code == MULTIPLE_PDBS:
-            names = ", ".join(st.name for st in found)
+            names = ", ".join(st.pdb.key for st in found)
             return ("the pod has more than one PodDisruptionBudget, which the eviction "
                     f"subresource does not support ({names})")
         return describe(found[0])

@@ -95,10 +95,6 @@ class BudgetStatus:
     disruptions_allowed: int
     error: str = ""
 
-    @property
-    def name(self) -> str:
-        return f"{self.pdb.metadata.namespace or 'default'}/{self.pdb.metadata.name}"
-
 
 @dataclass(slots=True, frozen=True)
 class EvictionVerdict:
@@ -220,20 +216,20 @@ class DisruptionBudgets:
         st = found[0]
         if not pod.ready:
             if st.pdb.spec.unhealthy_pod_eviction_policy == "AlwaysAllow":
-                return EvictionVerdict(True, ALLOWED, pdb=st.name)
+                return EvictionVerdict(True, ALLOWED, pdb=st.pdb.key)
             if st.current_healthy >= st.desired_healthy > 0:
-                return EvictionVerdict(True, ALLOWED, pdb=st.name)
+                return EvictionVerdict(True, ALLOWED, pdb=st.pdb.key)
         if st.disruptions_allowed <= 0:
             detail = st.error or (f"The disruption budget {st.pdb.metadata.name} needs "
                                   f"{st.desired_healthy} healthy pods and has "
                                   f"{st.current_healthy} currently")
             return EvictionVerdict(False, TOO_MANY_REQUESTS, f"{VIOLATES_BUDGET} {detail}",
-                                   pdb=st.name, detail=detail)
+                                   pdb=st.pdb.key, detail=detail)
         if not dry_run:
             st.disruptions_allowed -= 1
             if pod.ready:
                 st.current_healthy -= 1
-        return EvictionVerdict(True, ALLOWED, pdb=st.name)
+        return EvictionVerdict(True, ALLOWED, pdb=st.pdb.key)
 
 
 __all__ = ["ALLOWED", "MULTIPLE_PDBS", "TOO_MANY_REQUESTS", "VIOLATES_BUDGET", "BudgetStatus",
