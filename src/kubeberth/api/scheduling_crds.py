@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from kubeberth.api.objects import ObjectMeta, ResourceMap
+from kubeberth.api.objects import ResourceMap, _K8s, _Object
 
 # Pods name their group with this label (scheduler-plugins) or this annotation (Volcano).
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -20,11 +20,7 @@ VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 VOLCANO_DEFAULT_QUEUE = "default"
 
 
-class _Crd(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
-    """camelCase field names as the CRDs spell them."""
-
-
-class PodGroupSpec(_Crd):
+class PodGroupSpec(_K8s):
     """scheduler-plugins ``PodGroupSpec`` plus Volcano's ``queue``."""
 
     min_member: int = 0
@@ -33,45 +29,38 @@ class PodGroupSpec(_Crd):
     queue: str = ""
 
 
-class PodGroup(_Crd):
+class PodGroup(_Object):
     api_version: str = ""
     kind: str = "PodGroup"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: PodGroupSpec = msgspec.field(default_factory=PodGroupSpec)
 
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace or 'default'}/{self.metadata.name}"
 
-
-class ElasticQuotaSpec(_Crd):
+class ElasticQuotaSpec(_K8s):
     min: ResourceMap | None = None
     max: ResourceMap | None = None
 
 
-class ElasticQuota(_Crd):
+class ElasticQuota(_Object):
     api_version: str = ""
     kind: str = "ElasticQuota"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: ElasticQuotaSpec = msgspec.field(default_factory=ElasticQuotaSpec)
 
 
-class Guarantee(_Crd):
-    resource: ResourceMap = {}
+class Guarantee(_K8s):
+    resource: ResourceMap = msgspec.field(default_factory=dict)
 
 
-class QueueSpec(_Crd):
+class QueueSpec(_K8s):
     """Volcano ``QueueSpec``: the fields the proportion plugin reads."""
 
     weight: int = 1
-    capability: ResourceMap = {}
+    capability: ResourceMap = msgspec.field(default_factory=dict)
     guarantee: Guarantee = msgspec.field(default_factory=Guarantee)
 
 
-class Queue(_Crd):
+class Queue(_Object):
     api_version: str = ""
     kind: str = "Queue"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: QueueSpec = msgspec.field(default_factory=QueueSpec)
 
 

@@ -13,8 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from kubeberth.api.errors import InputError
-from kubeberth.cli.common import deprecated
+from kubeberth.cli.common import deprecated, user_errors
 
 report_app = typer.Typer(no_args_is_help=True, add_completion=False,
                          help="HTML reports from simulate output folders.")
@@ -31,11 +30,6 @@ def _out_file(out_file: Path | None, old_output: Path | None) -> Path | None:
     return out_file
 
 
-def _fail(err: InputError) -> typer.Exit:
-    Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-    return typer.Exit(2)
-
-
 @report_app.command("render")
 def render(
     run: Annotated[Path, typer.Argument(
@@ -47,10 +41,8 @@ def render(
     """Re-create a run's HTML report from its summary.json, timeseries.csv and pods.csv."""
     from kubeberth.report.sections import write_run_report
 
-    try:
+    with user_errors():
         path = write_run_report(run, _out_file(out_file, old_output))
-    except InputError as err:
-        raise _fail(err) from None
     Console().print(f"wrote {path}", highlight=False, soft_wrap=True)
 
 
@@ -65,9 +57,7 @@ def compare(
     """Overlay several runs' time series and put their summaries side by side."""
     from kubeberth.report.compare import write_compare_report
 
-    try:
+    with user_errors():
         path = write_compare_report(runs, _out_file(out_file, old_output)
                                     or Path("compare.html"))
-    except InputError as err:
-        raise _fail(err) from None
     Console().print(f"wrote {path}", highlight=False, soft_wrap=True)

@@ -73,12 +73,6 @@ class PluginRegistry(Generic[T]):
             return err
         return None
 
-    def load_import_path(self, spec: str) -> str:
-        """Register ``module:attr`` (or a whole ``module``); returns the registered name."""
-        name, entry = self.adapt(import_target(spec), spec)
-        self.register(name, entry)
-        return name
-
     def load_entry_points(self) -> list[str]:
         """Register every plugin that installed distributions declare in this family's group."""
         names = []
@@ -94,16 +88,17 @@ class PluginRegistry(Generic[T]):
 
     def with_out_of_tree(self, specs: list[str] | None) -> Self:
         """A copy of this registry plus the installed entry points and each ``--plugin``."""
-        out = self.copy()
-        out.load_entry_points()
-        for spec in specs or []:
-            out.load_import_path(spec)
+        (out,) = load_out_of_tree(specs, self)
         return out
 
     def copy(self) -> Self:
         out = copy.copy(self)
         out._entries = dict(self._entries)
         return out
+
+
+# Any family's registry: load_out_of_tree hands each back with its own type.
+R = TypeVar("R", bound=PluginRegistry[Any])
 
 
 def import_target(spec: str) -> Any:
@@ -123,8 +118,7 @@ def import_target(spec: str) -> Any:
                          field="--plugin", expected="module:attr naming a plugin") from None
 
 
-def load_out_of_tree(specs: list[str] | None,
-                     *registries: PluginRegistry[Any]) -> list[PluginRegistry[Any]]:
+def load_out_of_tree(specs: list[str] | None, *registries: R) -> list[R]:
     """Copies of ``registries`` with their families' entry points, and each ``--plugin`` in
     the family whose kind of plugin it is: one ``--plugin`` flag serves every family a command
     runs (a scheduling plugin and a descheduler plugin on ``kubeberth simulate``)."""
@@ -136,10 +130,12 @@ def load_out_of_tree(specs: list[str] | None,
         refusals = [(r, r.fits(target, spec)) for r in out]
         fitting = [r for r, why in refusals if why is None]
         if not fitting:
+            errors = [why for _, why in refusals if why is not None]
+            if len(errors) == 1:  # one family: its own words for what it loads
+                raise errors[0]
             kinds = " or ".join(r.kind for r in out)
             raise InputError(f"{spec!r} is not a {kinds}", field="--plugin",
-                             expected="; or ".join(why.expected or "" for _, why in refusals
-                                                    if why is not None))
+                             expected="; or ".join(why.expected or "" for why in errors))
         if len(fitting) > 1:
             raise InputError(f"{spec!r} is a plugin of several kinds: "
                              + ", ".join(r.kind for r in fitting), field="--plugin",
