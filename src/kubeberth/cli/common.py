@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 import yaml
@@ -55,6 +55,18 @@ def deprecated(old: str, new: str) -> None:
     """Old spellings keep working for one release, with this warning on stderr."""
     err_console.print(f"[yellow]warning:[/] {old} is deprecated and will be removed in the next "
                       f"release; use {new}", highlight=False, soft_wrap=True)
+
+
+# The options :func:`output_and_folder` reads, as every command that writes a folder spells them.
+OutputOpt = Annotated[str | None, typer.Option(
+    "--output", "-o", metavar="json|yaml|table",
+    help="Print the results as JSON or YAML instead of the human-readable summary.")]
+OldOutOpt = Annotated[Path | None, typer.Option("--out", hidden=True)]
+
+
+def out_dir_option(default: Path) -> Any:
+    """``--out-dir``, its help naming the command's default folder."""
+    return typer.Option("--out-dir", help=f"Output folder (default: {default}).")
 
 
 def output_and_folder(output: str | None, out_dir: Path | None, old_out: Path | None,

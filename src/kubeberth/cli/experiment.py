@@ -16,8 +16,10 @@ from typing import Annotated, Any
 import typer
 
 from kubeberth.api.errors import InputError
+from kubeberth.cli.common import OldOutOpt, OutputOpt, out_dir_option
 
 app = typer.Typer(no_args_is_help=True, help="Experiments that compare scheduling policies.")
+RESULTS_DIR = Path("results")
 
 
 def _ray_executor(address: str) -> Any:
@@ -62,12 +64,9 @@ def fragmentation(
         help="Target workload of FGD and of the fragmentation metric: the trace's most popular "
              "pod types making this % of its pods (100: all types; the paper's artifact: 95).")
     ] = 100,
-    out_dir: Annotated[Path | None, typer.Option(
-        "--out-dir", help="Output folder (default: results).")] = None,
-    output: Annotated[str | None, typer.Option(
-        "--output", "-o", metavar="json|yaml|table",
-        help="Print the results as JSON or YAML rows instead of the summary line.")] = None,
-    old_out: Annotated[Path | None, typer.Option("--out", hidden=True)] = None,
+    out_dir: Annotated[Path | None, out_dir_option(RESULTS_DIR)] = None,
+    output: OutputOpt = None,
+    old_out: OldOutOpt = None,
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", help="Worker processes (default: the CPU count).")] = 0,
     ray_address: Annotated[str | None, typer.Option(
@@ -93,7 +92,7 @@ def fragmentation(
         run_grid,
     )
 
-    fmt, out = output_and_folder(output, out_dir, old_out, Path("results"))
+    fmt, out = output_and_folder(output, out_dir, old_out, RESULTS_DIR)
     with user_errors():
         traces = [check_trace(t) for t in (trace or ["default"])]
         policies = [check_policy(p) for p in (policy or list(POLICIES))]

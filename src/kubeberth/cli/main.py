@@ -19,8 +19,11 @@ from kubeberth.api.errors import InputError
 from kubeberth.cli.admission import admission_command
 from kubeberth.cli.admit import admit_command, unmodelled_notes
 from kubeberth.cli.common import (
+    OldOutOpt,
     OutputFormat,
+    OutputOpt,
     err_console,
+    out_dir_option,
     output_and_folder,
     print_data,
     registries,
@@ -52,12 +55,7 @@ PluginOpt = Annotated[list[str] | None, typer.Option(
 ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", "-c", help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for every random choice.")]
-OutDirOpt = Annotated[Path | None, typer.Option(
-    "--out-dir", help="Output folder (default: out).")]
-OutputOpt = Annotated[str | None, typer.Option(
-    "--output", "-o", metavar="json|yaml|table",
-    help="Print the summary as JSON or YAML instead of tables.")]
-OldOutOpt = Annotated[Path | None, typer.Option("--out", hidden=True)]
+RUN_DIR = Path("out")
 
 
 @app.command()
@@ -71,7 +69,7 @@ def simulate(
                                  "(default: the bundled 8,152-pod openb default trace).")] = None,
     config: ConfigOpt = None,
     seed: SeedOpt = 0,
-    out_dir: OutDirOpt = None,
+    out_dir: Annotated[Path | None, out_dir_option(RUN_DIR)] = None,
     output: OutputOpt = None,
     old_out: OldOutOpt = None,
     bind_latency: Annotated[str | None, typer.Option(
@@ -110,7 +108,7 @@ def simulate(
     from kubeberth.sim.traces import load_workload
 
     cfg: SchedulerConfiguration | None = None
-    fmt, out = output_and_folder(output, out_dir, old_out, Path("out"))
+    fmt, out = output_and_folder(output, out_dir, old_out, RUN_DIR)
     with user_errors():
         cfg = load_scheduler_config(config)
         latency = seconds(bind_latency, "--bind-latency") or 0.0

@@ -8,7 +8,7 @@ from elsewhere) and ``compare`` puts several runs (one per policy, typically) si
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -23,6 +23,11 @@ report_app = typer.Typer(no_args_is_help=True, add_completion=False,
 OldOutputOpt = Annotated[Path | None, typer.Option("--output", "-o", hidden=True)]
 
 
+def _out_file_option(default: str) -> Any:
+    """``--out-file``, its help naming the command's default file."""
+    return typer.Option("--out-file", help=f"HTML file to write (default: {default}).")
+
+
 def _out_file(out_file: Path | None, old_output: Path | None) -> Path | None:
     if old_output is not None:
         deprecated("-o/--output FILE", "--out-file FILE")
@@ -34,8 +39,7 @@ def _out_file(out_file: Path | None, old_output: Path | None) -> Path | None:
 def render(
     run: Annotated[Path, typer.Argument(
         help="A folder written by `kubeberth simulate --out-dir`.")],
-    out_file: Annotated[Path | None, typer.Option(
-        "--out-file", help="HTML file to write (default: RUN/report.html).")] = None,
+    out_file: Annotated[Path | None, _out_file_option("RUN/report.html")] = None,
     old_output: OldOutputOpt = None,
 ) -> None:
     """Re-create a run's HTML report from its summary.json, timeseries.csv and pods.csv."""
@@ -50,8 +54,7 @@ def render(
 def compare(
     runs: Annotated[list[Path], typer.Argument(
         help="Two or more folders written by `kubeberth simulate --out-dir`, one per policy.")],
-    out_file: Annotated[Path | None, typer.Option(
-        "--out-file", help="HTML file to write (default: compare.html).")] = None,
+    out_file: Annotated[Path | None, _out_file_option("compare.html")] = None,
     old_output: OldOutputOpt = None,
 ) -> None:
     """Overlay several runs' time series and put their summaries side by side."""
