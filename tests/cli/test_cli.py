@@ -70,12 +70,22 @@ def test_explain_json_contract(files: Path) -> None:
     assert small["pod"] == "default/small" and small["selectedNode"] == "n1"
     assert small["nodes"]["n2"]["filter"]["TaintToleration"] == {
         "code": "UnschedulableAndUnresolvable",
-        "reasons": ["node(s) had untolerated taint {gpu: true}"]}
-    assert set(small["nodes"]["n1"]["score"]) >= {"NodeResourcesFit", "TaintToleration"}
+        "reasons": ["node(s) had untolerated taint(s)"]}
+    # n1 is the lone feasible node: taken without PreScore/Score, as upstream does.
+    assert small["nodes"]["n1"]["scored"] is False and small["nodes"]["n1"]["score"] == {}
     assert large["result"] == "Unschedulable" and large["selectedNode"] is None
     assert large["message"].startswith("0/2 nodes are available:")
     assert "Insufficient cpu" in large["message"]
-    entry = small["nodes"]["n1"]["score"]["NodeResourcesFit"]
+    tolerant = files / "tolerant.yaml"
+    tolerant.write_text(PODS.split("---")[0].replace("name: small", "name: tolerant").replace(
+        "spec:\n", "spec:\n  tolerations: [{key: gpu, operator: Exists}]\n"))
+    code, out, _ = invoke("explain", "-f", str(files / "cluster.yaml"), "-f", str(tolerant),
+                          "-o", "json")
+    assert code == 0
+    (scored,) = json.loads(out)["pods"]
+    assert all(n["scored"] for n in scored["nodes"].values())
+    assert set(scored["nodes"]["n1"]["score"]) >= {"NodeResourcesFit", "TaintToleration"}
+    entry = scored["nodes"]["n1"]["score"]["NodeResourcesFit"]
     assert set(entry) == {"raw", "normalized", "weighted"}
 
 

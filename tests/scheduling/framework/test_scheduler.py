@@ -241,3 +241,39 @@ def test_nominated_pods_count_in_the_whole_cluster_filter_pass(seed: int) -> Non
     sched.add(make_pod_info(msgspec.convert(pod_doc("mid", cpu="2"), Pod)))
     res = sched.schedule_one()
     assert res is not None and res.outcome == "assumed" and res.node == "n1"
+
+
+def test_preemption_clears_lower_priority_nominations_on_its_node() -> None:
+    """Upstream's prepareCandidate clears the nomination of lower-priority pods nominated to the
+    node a preemptor is nominated to (they may no longer fit there); the scheduler does it."""
+    snap = ClusterState()
+    snap.add_node(msgspec.convert({"metadata": {"name": "n"}, "status": {
+        "allocatable": {"cpu": "4", "memory": "64Gi", "pods": "10"}}}, Node))
+
+    def pod(name: str, priority: int, node: str = "", cpu: str = "2") -> PodInfo:
+        return make_pod_info(msgspec.convert({"metadata": {"name": name}, "spec": {
+            "nodeName": node, "priority": priority,
+            "containers": [{"resources": {"requests": {"cpu": cpu}}}]}}, Pod))
+
+    for i in range(2):
+        low = pod(f"low{i}", 0, "n")
+        low.start_time = float(i)
+        snap.add_pod(low, 0)
+    calls: list[tuple[str, str | None]] = []
+
+    def evict(victim: PodInfo, _by: PodInfo) -> None:
+        snap.remove_pod(victim)
+
+    sched = Scheduler(load_scheduler_config(None), in_tree_registry(), snap, clock=lambda: 0.0,
+                      seed=0, binder=lambda _p, _n: SUCCESS, evictor=evict,
+                      nominate=lambda p, node: calls.append((p.name, node)))
+    lesser = pod("lesser", 5)
+    sched.add(lesser)
+    first = sched.schedule_one()
+    assert first is not None and first.nominated_node == "n"
+    sched.add(pod("hi", 10, cpu="4"))
+    second = sched.schedule_one()
+    assert second is not None and second.pod.name == "hi" and second.nominated_node == "n"
+    assert calls == [("lesser", "n"), ("lesser", None), ("hi", "n")]
+    assert sched.handle.nominator.node_of(lesser.key) is None
+    assert lesser.pod.status.nominated_node_name == ""
