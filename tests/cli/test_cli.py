@@ -112,6 +112,29 @@ def test_simulate_writes_outputs_and_is_deterministic(files: Path, tmp_path: Pat
     assert summary["unscheduledPods"] == ["default/large"]
 
 
+def test_simulate_reports_a_score_error_as_the_pods_pending_reason(files: Path,
+                                                                   tmp_path: Path) -> None:
+    """A configuration that disables every PreScore makes upstream's TaintToleration Score fail:
+    the attempt is an error, the pod stays unscheduled with that error as its reason."""
+    config = tmp_path / "sched.yaml"
+    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\n"
+                      "kind: KubeSchedulerConfiguration\n"
+                      "profiles:\n- plugins: {preScore: {disabled: [{name: '*'}]}}\n")
+    workload = tmp_path / "tolerant.yaml"
+    workload.write_text(PODS.split("---")[0].replace(
+        "spec:\n", "spec:\n  tolerations: [{key: gpu, operator: Exists}]\n"))
+    out = tmp_path / "out"
+    code, stdout, _ = invoke("simulate", "--cluster", str(files / "cluster.yaml"),
+                             "--workload", str(workload), "--config", str(config),
+                             "--out-dir", str(out), "-q")
+    assert code == 0, stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["unscheduledPods"] == ["default/small"]
+    assert summary["attempts"]["error"] >= 1
+    assert summary["pendingReasons"]["default/small"].startswith(
+        'running Score plugins: plugin "TaintToleration" failed with: failed to read')
+
+
 @pytest.mark.parametrize(("content", "needle"), [
     ("apiVersion: v1\nkind: Node\nmetadata: {name: n1\n", "line"),
     ("apiVersion: v1\nkind: Gadget\nmetadata: {name: x}\n", "Gadget"),

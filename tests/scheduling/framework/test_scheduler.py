@@ -277,3 +277,52 @@ def test_preemption_clears_lower_priority_nominations_on_its_node() -> None:
     assert calls == [("lesser", "n"), ("lesser", None), ("hi", "n")]
     assert sched.handle.nominator.node_of(lesser.key) is None
     assert lesser.pod.status.nominated_node_name == ""
+
+
+NO_PRE_SCORE = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [{"plugins": {"preScore": {"disabled": [{"name": "*"}]}}}]}
+
+
+def test_score_without_pre_score_fails_the_cycle_with_an_error(tmp_path: Path) -> None:
+    """A valid configuration that disables every PreScore: upstream's TaintToleration,
+    PodTopologySpread and InterPodAffinity Scores fail reading their state, and the pod's cycle
+    fails with that Error (no traceback); a lone feasible node is never scored."""
+    docs = [node_doc("a"), node_doc("b", cpu="1"), pod_doc("p"), pod_doc("big", cpu="3")]
+    data = run(tmp_path, docs, NO_PRE_SCORE)
+    by_pod = {p["pod"]: p for p in data["pods"]}
+    p = by_pod["default/p"]
+    assert p["result"] == "Error" and p["selectedNode"] is None
+    assert p["message"] == ('running Score plugins: plugin "TaintToleration" failed with: '
+                            'failed to read "PreScoreTaintToleration" from cycleState: not found')
+    assert by_pod["default/big"]["result"] == "Scheduled"
+    assert by_pod["default/big"]["selectedNode"] == "a"
+
+
+@pytest.mark.parametrize(("plugin", "message"), [
+    ("PodTopologySpread", 'error reading "PreScorePodTopologySpread" from cycleState: not found'),
+    ("InterPodAffinity", 'failed to read "PreScoreInterPodAffinity" from cycleState: not found'),
+])
+def test_each_plugin_words_its_missing_pre_score_state(tmp_path: Path, plugin: str,
+                                                      message: str) -> None:
+    config = {**NO_PRE_SCORE, "profiles": [{"plugins": {
+        "preScore": {"disabled": [{"name": "*"}]},
+        "score": {"disabled": [{"name": "*"}], "enabled": [{"name": plugin}]}}}]}
+    data = run(tmp_path, [node_doc("a"), node_doc("b"), pod_doc("p")], config)
+    (p,) = data["pods"]
+    assert p["result"] == "Error"
+    assert p["message"] == f'running Score plugins: plugin "{plugin}" failed with: {message}'
+
+
+def test_scores_that_need_no_pre_score_state_compute_without_it(tmp_path: Path) -> None:
+    """NodeResourcesFit, BalancedAllocation and NodeAffinity compute in Score what PreScore
+    would have stored, as upstream's do."""
+    config = {**NO_PRE_SCORE, "profiles": [{"plugins": {
+        "preScore": {"disabled": [{"name": "*"}]},
+        "score": {"disabled": [{"name": "*"}], "enabled": [
+            {"name": "NodeResourcesFit"}, {"name": "NodeResourcesBalancedAllocation"},
+            {"name": "NodeAffinity"}]}}}]}
+    data = run(tmp_path, [node_doc("a"), node_doc("b", cpu="8"), pod_doc("p")], config)
+    (p,) = data["pods"]
+    assert p["result"] == "Scheduled" and p["selectedNode"] == "b"
+    assert all(n["scored"] for n in p["nodes"].values())
