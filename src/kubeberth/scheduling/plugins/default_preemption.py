@@ -9,17 +9,17 @@ them, so this module works with whatever filter plugins a profile enables.
 
 Upstream dry-runs on copies of each NodeInfo; we mutate the shared snapshot in place and always
 restore it (matrices, per-node pod order and the global pod order) before returning, which is far
-cheaper than copying matrices. The plugin never acts: it returns the victims, the nominated node
-and the lower-priority pods whose nomination to that node must be cleared, and the host evicts and
-updates. Asynchronous preemption, extenders and pod-group (workload-aware) preemption are not
-modelled; candidates are examined sequentially, so the "stop once enough candidates are found"
+cheaper than copying matrices. The plugin never acts: it returns the victims and the nominated
+node, and the host evicts, clears the lower-priority nominations to that node and nominates.
+Asynchronous preemption, extenders and pod-group (workload-aware) preemption are not modelled;
+candidates are examined sequentially, so the "stop once enough candidates are found"
 rule is exact rather than racy as in upstream's parallel search.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kubeberth.api.errors import InputError
@@ -99,14 +99,6 @@ class Candidate:
     name: str
     victims: list[PodInfo]
     num_pdb_violations: int
-
-
-@dataclass(slots=True)
-class PreemptionResult(PostFilterResult):
-    """PostFilterResult plus the lower-priority pods nominated to the chosen node: upstream
-    clears their nomination (they may no longer fit there), so the host must do the same."""
-
-    nominations_to_clear: list[PodInfo] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -455,7 +447,8 @@ def extender_candidates(extenders: Sequence[HTTPExtender], pod: PodInfo, snap: C
 def nominate(handle: Handle, pod: PodInfo, snap: ClusterState, candidates: list[Candidate]
              ) -> tuple[PostFilterResult | None, Status]:
     """The end of upstream's ``Evaluator.Preempt`` once candidates exist: the extenders'
-    ProcessPreemption, the best candidate, and the lower-priority nominations it clears."""
+    ProcessPreemption and the best candidate, with upstream's success message. The scheduler
+    clears the lower-priority nominations to that node when it nominates the pod."""
     if handle.extenders:
         try:
             candidates = extender_candidates(handle.extenders, pod, snap, candidates)
@@ -464,9 +457,10 @@ def nominate(handle: Handle, pod: PodInfo, snap: ClusterState, candidates: list[
     best = select_candidate(candidates)
     if best is None:
         return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
-    to_clear = [pi for pi in handle.nominator.pods_for(best.node) if pi.priority < pod.priority]
-    return (PreemptionResult(nominated_node=best.name, victims=list(best.victims),
-                             nominations_to_clear=to_clear), SUCCESS)
+    found = (f"found a potential placement for pod on node {best.name}, preempting "
+             f"{len(best.victims)} victims")
+    return (PostFilterResult(nominated_node=best.name, victims=list(best.victims)),
+            Status(Code.SUCCESS, (found,)))
 
 
 # ---- plugin ----------------------------------------------------------------------------------
