@@ -446,22 +446,11 @@ class Scheduler:
         snap = self.snapshot
         for pos in np.flatnonzero(np.isin(out.nodes, busy)):
             node = int(out.nodes[pos])
-            extra = [p for p in nominator.pods_for(node)
-                     if p.priority >= pod.priority and p.key != pod.key and p.node < 0]
-            if not extra:
-                continue
-            trial = state.clone()
-            st = SUCCESS
-            added: list[PodInfo] = []
-            try:
-                for p in extra:
-                    snap.add_pod(p, node)
-                    added.append(p)
-                    ext = fw.run_pre_filter_extension_add_pod(trial, pod, p, node, snap)
-                    if not ext.ok:
-                        st = Status(Code.ERROR, ext.reasons, ext.plugin)
-                        break
-                else:
+            with nominator.counted_on(fw, state, pod, snap, node) as nominated:
+                if nominated is None:
+                    continue
+                trial, st = nominated
+                if st.ok:
                     # Reasons are read here, while the nominated pods are on the node.
                     with_them = fw.run_filters(trial, pod, snap, np.array([node], dtype=np.int64),
                                                record=record)
@@ -472,9 +461,6 @@ class Scheduler:
                               for name, res in with_them.per_plugin.items() if res.codes[0] != 0}
                     if failed:
                         out.with_nominated[int(pos)] = failed
-            finally:
-                for p in added:
-                    snap.remove_pod(p)
             if not st.ok:
                 out.passed = None
                 out.codes[pos] = int(st.code)

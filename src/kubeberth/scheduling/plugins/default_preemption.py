@@ -165,24 +165,13 @@ def _filter_with_nominated(fw: Framework, state: CycleState, pod: PodInfo, snap:
                            node: int, nominator: Nominator) -> Status:
     """Upstream ``RunFilterPluginsWithNominatedPods``: the pod must fit both with the pods of
     equal or higher priority nominated to the node counted as running and without them."""
-    nominated = [pi for pi in nominator.pods_for(node)
-                 if pi.priority >= pod.priority and pi.key != pod.key and pi.node < 0]
-    if nominated:
-        with_nominated = state.clone()
-        added: list[PodInfo] = []
-        try:
-            for pi in nominated:
-                snap.add_pod(pi, node)
-                added.append(pi)
-                st = fw.run_pre_filter_extension_add_pod(with_nominated, pod, pi, node, snap)
-                if not st.ok:
-                    return _as_error(st)
-            st = fw.run_filters_on_node(with_nominated, pod, snap, node)
-        finally:
-            for pi in added:
-                snap.remove_pod(pi)
-        if not st.ok:
-            return st
+    with nominator.counted_on(fw, state, pod, snap, node) as nominated:
+        if nominated is not None:
+            trial, st = nominated
+            if st.ok:
+                st = fw.run_filters_on_node(trial, pod, snap, node)
+            if not st.ok:
+                return st
     return fw.run_filters_on_node(state, pod, snap, node)
 
 
