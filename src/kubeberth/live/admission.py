@@ -36,7 +36,9 @@ from typing import Any, TypeVar
 
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
 from lightkube import ApiError, Client, operators
+from lightkube.core.exceptions import LoadResourceError
 from lightkube.core.resource import Resource
+from lightkube.core.resource_registry import resource_registry
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
@@ -548,9 +550,14 @@ class LiveAdmission(Controller[AdmissionMetrics]):
         resp.raise_for_status()
         for r in resp.json().get("resources") or []:
             if r.get("kind") == kind and "/" not in str(r.get("name", "")):
-                make = create_namespaced_resource if r.get("namespaced") else \
-                    create_global_resource
-                return make(group, version, kind, str(r["name"]))
+                try:  # a built-in kind, or one made before
+                    known: type[Resource] = resource_registry.load(
+                        f"{group}/{version}" if group else version, kind)
+                    return known
+                except LoadResourceError:
+                    make = create_namespaced_resource if r.get("namespaced") else \
+                        create_global_resource
+                    return make(group, version, kind, str(r["name"]))
         log.warning("AdmissionCheck parameters: kind %s is not served in API group %r", kind,
                     group)
         return None
@@ -1093,8 +1100,9 @@ class LiveAdmission(Controller[AdmissionMetrics]):
         written = self._write_status(wl.key, change)
         if written is None:
             return False
-        log.info("reserved quota for %s in ClusterQueue %s (%s)%s", wl.key, adm.cluster_queue,
-                 flavors, "" if admitted else ": waiting for its admission checks")
+        log.info("%s %s in ClusterQueue %s (%s)%s", "admitted" if admitted else
+                 "reserved quota for", wl.key, adm.cluster_queue, flavors,
+                 "" if admitted else ": waiting for its admission checks")
         cq = adm.cluster_queue
         self.metrics.quota_reserved.labels(cluster_queue=cq).inc()
         created = wl.creation_time if wl.creation_time > 0 else now
