@@ -991,7 +991,6 @@ class LiveAdmission(Controller[AdmissionMetrics]):
             if raw is not None and _true(raw, "Evicted"):
                 reason = str((_cond(raw, "Preempted") or {}).get("reason") or "")
                 state.evicting[key] = Target(admitted_info(wl), reason)
-        earliest: float | None = None
         reasons: dict[str, tuple[str, str]] = {}
 
         def write(cycle: Cycle, _final: bool) -> AdmissionState:
@@ -1031,8 +1030,7 @@ class LiveAdmission(Controller[AdmissionMetrics]):
             reasons[key] = (reason, message)
         for key, (reason, message) in sorted(reasons.items()):
             self._pending(key, reason, message, view, now)
-        earliest = settled.wake_at(now)
-        self._next_wake = earliest
+        self._next_wake = settled.wake_at(now)
         self._metrics(state)
         return state.objs
 
@@ -1192,7 +1190,8 @@ class LiveAdmission(Controller[AdmissionMetrics]):
             after.queues.remove(key)
             after.admitted[key] = held
             after.evicting[key] = Target(admitted_info(held), "")
-        action = "deactivate" if reason == DEACTIVATED_BY_CHECK else "evict"
+        deactivate = reason == DEACTIVATED_BY_CHECK
+        action = "deactivate" if deactivate else "evict"
         if not self._decide(AdmissionDecision(key, action, message),
                             f"dry-run: would {action} {key}: {message}"):
             return
@@ -1218,35 +1217,45 @@ class LiveAdmission(Controller[AdmissionMetrics]):
         written = self._write_status(key, change)
         if written is None:
             return
-        log.info("%s %s: %s", action.replace("deactivate", "deactivated").replace(
-            "evict", "evicted"), key, message)
+        log.info("%s %s: %s", "deactivated" if deactivate else "evicted", key, message)
         cq = held.admission.cluster_queue if held.admission else ""
         self.metrics.evicted.labels(cluster_queue=cq, reason=reason).inc()
         if self.recorder is not None:
-            self.recorder.object_event(
-                written, "Warning" if action == "deactivate" else "Normal",
-                "AdmissionCheckRejected" if action == "deactivate" else f"EvictedDue{reason}",
-                f"Deactivated due to {message}" if action == "deactivate" else message)
-        if action == "deactivate":
+            if deactivate:
+                cause = message.removeprefix("The workload is deactivated due to ")
+                self.recorder.object_event(written, "Warning", "AdmissionCheckRejected",
+                                           f"Deactivated due to {cause}")
+            else:
+                self.recorder.object_event(written, "Normal", f"EvictedDueTo{reason}", message)
+        if deactivate:
             self._deactivate(key, written)
 
     def _deactivate(self, key: str, wl: Obj) -> None:
-        """``spec.active: false``, as Kueue sets it on a workload a check rejected."""
+        """``spec.active: false``, as Kueue sets it on a workload a check rejected; a 409
+        re-reads the Workload and patches again."""
         res = self.kueue.by_kind["Workload"]
         ns, name = key.split("/", 1)
-        try:
-            obj: Any = self.client.patch(res, name, {  # type: ignore[type-var]
-                "apiVersion": self._api_version, "spec": {"active": False},
-                "metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]}},
-                namespace=ns, patch_type=PatchType.MERGE)
-        except ApiError as err:
-            if err.status.code == 409:
-                self.conflicts += 1
-                self._touch()  # the next round sees the rejected check again
-            elif err.status.code != 404:
-                log.warning("deactivating Workload %s: %s", key, err.status.message)
+        cur: Obj | None = wl
+        for _attempt in range(RETRIES):
+            if cur is None:
+                return
+            try:
+                obj: Any = self.client.patch(res, name, {  # type: ignore[type-var]
+                    "apiVersion": self._api_version, "spec": {"active": False},
+                    "metadata": {"resourceVersion": cur["metadata"]["resourceVersion"]}},
+                    namespace=ns, patch_type=PatchType.MERGE)
+            except ApiError as err:
+                if err.status.code == 409:
+                    self.conflicts += 1
+                    cur = self._reread(res, "Workload", ns, name)
+                    continue
+                if err.status.code != 404:
+                    log.warning("deactivating Workload %s: %s", key, err.status.message)
+                return
+            self._remember("Workload", _normalise("Workload", obj.to_dict(), self.version))
             return
-        self._remember("Workload", _normalise("Workload", obj.to_dict(), self.version))
+        log.warning("deactivating Workload %s: still conflicting after %d attempts", key,
+                    RETRIES)
 
     def _preempt(self, key: str, by: str, reason: str, state: AdmissionState,
                  now: float) -> None:
