@@ -1028,10 +1028,10 @@ class LiveAdmission(Controller[AdmissionMetrics]):
                 reasons[e.key] = ("Inadmissible", state.inactive[e.cluster_queue])
         for key, (_wl, reason, message) in state.queues.unqueued.items():
             reasons[key] = (reason, message)
+        self._next_wake = settled.wake_at(now)
+        self._metrics(state)  # before the last writes, which a client may be waiting for
         for key, (reason, message) in sorted(reasons.items()):
             self._pending(key, reason, message, view, now)
-        self._next_wake = settled.wake_at(now)
-        self._metrics(state)
         return state.objs
 
     def _report_not_modelled(self, state: AdmissionState) -> None:
@@ -1228,34 +1228,9 @@ class LiveAdmission(Controller[AdmissionMetrics]):
             else:
                 self.recorder.object_event(written, "Normal", f"EvictedDueTo{reason}", message)
         if deactivate:
-            self._deactivate(key, written)
-
-    def _deactivate(self, key: str, wl: Obj) -> None:
-        """``spec.active: false``, as Kueue sets it on a workload a check rejected; a 409
-        re-reads the Workload and patches again."""
-        res = self.kueue.by_kind["Workload"]
-        ns, name = key.split("/", 1)
-        cur: Obj | None = wl
-        for _attempt in range(RETRIES):
-            if cur is None:
-                return
-            try:
-                obj: Any = self.client.patch(res, name, {  # type: ignore[type-var]
-                    "apiVersion": self._api_version, "spec": {"active": False},
-                    "metadata": {"resourceVersion": cur["metadata"]["resourceVersion"]}},
-                    namespace=ns, patch_type=PatchType.MERGE)
-            except ApiError as err:
-                if err.status.code == 409:
-                    self.conflicts += 1
-                    cur = self._reread(res, "Workload", ns, name)
-                    continue
-                if err.status.code != 404:
-                    log.warning("deactivating Workload %s: %s", key, err.status.message)
-                return
-            self._remember("Workload", _normalise("Workload", obj.to_dict(), self.version))
-            return
-        log.warning("deactivating Workload %s: still conflicting after %d attempts", key,
-                    RETRIES)
+            # spec.active: false, as Kueue sets it on a workload a check rejected.
+            self._write_workload(key, lambda cur: None if (cur.get("spec") or {}).get(
+                "active") is False else {"spec": {"active": False}}, status=False)
 
     def _preempt(self, key: str, by: str, reason: str, state: AdmissionState,
                  now: float) -> None:
@@ -1321,35 +1296,44 @@ class LiveAdmission(Controller[AdmissionMetrics]):
     # API writes with optimistic concurrency.
 
     def _write_status(self, key: str, change: Callable[[Obj], Obj | None]) -> Obj | None:
-        """Merge-patch ``change(current)`` into the Workload's status, guarded by the
-        resourceVersion it was computed from; a 409 re-reads and retries. None when there is
-        nothing to write (``change`` returned None), the Workload is gone, or retries ran out."""
+        """Merge-patch ``change(current)`` into the Workload's status (see
+        :meth:`_write_workload`)."""
+        return self._write_workload(key, change, status=True)
+
+    def _write_workload(self, key: str, change: Callable[[Obj], Obj | None], *,
+                        status: bool) -> Obj | None:
+        """Merge-patch ``change(current)`` into the Workload's status (``status``) or into
+        the Workload, guarded by the resourceVersion it was computed from; a 409 re-reads and
+        retries. None when there is nothing to write (``change`` returned None), the Workload
+        is gone, or retries ran out."""
         res = self.kueue.by_kind["Workload"]
+        target = res.Status if status else res  # type: ignore[attr-defined]
+        what = "status" if status else "spec"
         cur = self.cache["Workload"].get(key)
         ns, name = key.split("/", 1)
         for _attempt in range(RETRIES):
             if cur is None:
                 return None
-            status = change(cur)
-            if status is None:
+            body = change(cur)
+            if body is None:
                 return None
-            patch = {"apiVersion": self._api_version, "status": status,
+            patch = {"apiVersion": self._api_version, **({"status": body} if status else body),
                      "metadata": {"resourceVersion": cur["metadata"]["resourceVersion"]}}
             try:
-                obj = self.client.patch(res.Status, name, patch,  # type: ignore[attr-defined]
-                                        namespace=ns, patch_type=PatchType.MERGE)
+                obj: Any = self.client.patch(target, name, patch, namespace=ns,
+                                             patch_type=PatchType.MERGE)
             except ApiError as err:
                 if err.status.code == 409:
                     self.conflicts += 1
                     cur = self._reread(res, "Workload", ns, name)
                     continue
                 if err.status.code != 404:
-                    log.warning("writing Workload %s status: %s", key, err.status.message)
+                    log.warning("writing Workload %s %s: %s", key, what, err.status.message)
                 return None
             data: Obj = obj.to_dict()
             self._remember("Workload", _normalise("Workload", data, self.version))
             return data
-        log.warning("writing Workload %s status: still conflicting after %d attempts", key,
+        log.warning("writing Workload %s %s: still conflicting after %d attempts", key, what,
                     RETRIES)
         return None
 
