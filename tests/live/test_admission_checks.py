@@ -277,11 +277,17 @@ def test_unmodelled_check_is_reported_and_waited_on_until_its_controller_decides
     # The check's own controller marks it Ready on b-train: Admitted.
     ctl = start(live, controllers, in_tree())
     b = workloads(live)["default/b-train"]
-    ready = [{**b["status"]["admissionChecks"][0], "state": "Ready", "message": "provisioned"}]
+    updates = [{"name": "main", "labels": {"provisioned": "yes"}}]
+    ready = [{**b["status"]["admissionChecks"][0], "state": "Ready", "message": "provisioned",
+              "podSetUpdates": updates}]
     live.kubectl("patch", "workload", "b-train", "-n", "default", "--subresource=status",
                  "--type=merge", "-p", json.dumps({"status": {"admissionChecks": ready}}))
     wait_for(lambda: (cond(workloads(live)["default/b-train"], "Admitted") or {}).get(
         "status") == "True", "b-train Admitted once its check is Ready")
+    # What kubeberth does not model of the check state is kept as its controller wrote it.
+    [check] = workloads(live)["default/b-train"]["status"]["admissionChecks"]
+    assert (check["state"], check["message"], check["podSetUpdates"]) == \
+        ("Ready", "provisioned", updates)
 
 
 def test_a_missing_admission_check_makes_the_cluster_queue_inactive(
