@@ -1038,10 +1038,10 @@ class LiveAdmission(Controller[AdmissionMetrics]):
         """An AdmissionCheck whose controller no plugin models is read and not modelled: said
         once in the log and as a Warning Event on each ClusterQueue naming it, and kept in
         the ``kubeberth_admission_check_not_modelled`` gauge while it exists."""
-        now = {(ac.name, ac.controller_name) for ac in unmodelled(state.checks)}
-        for name, controller in sorted(self._not_modelled - now):
+        current = {(ac.name, ac.controller_name) for ac in unmodelled(state.checks)}
+        for name, controller in sorted(self._not_modelled - current):
             self.metrics.not_modelled.remove(name, controller)
-        for name, controller in sorted(now - self._not_modelled):
+        for name, controller in sorted(current - self._not_modelled):
             self.metrics.not_modelled.labels(admission_check=name,
                                              controller_name=controller).set(1)
             message = (f"AdmissionCheck {name} (controllerName {controller}) is read and not "
@@ -1055,7 +1055,7 @@ class LiveAdmission(Controller[AdmissionMetrics]):
                         self.recorder is not None:
                     self.recorder.object_event(self._as(res, raw), "Warning",
                                                "AdmissionCheckNotModelled", message)
-        self._not_modelled = now
+        self._not_modelled = current
 
     def _write_admission(self, wl: Workload, checks: tuple[AdmissionCheckState, ...] | None,
                          admitted: bool, now: float) -> bool:
