@@ -161,7 +161,23 @@ def _as_error(st: Status) -> Status:
     return Status(Code.ERROR, st.reasons, st.plugin)
 
 
-def _filter_with_nominated(fw: Framework, state: CycleState, pod: PodInfo, snap: ClusterState,
+def preemption_nodes(handle: Handle, pod: PodInfo, snap: ClusterState, diagnosis: Diagnosis
+                     ) -> tuple[Framework, IntArray, IntArray] | Status:
+    """Upstream ``Evaluator.Preempt``'s set-up, shared by every preemption PostFilter: the
+    pod's profile, every node, and the nodes whose Filter failure preemption may resolve
+    (Unschedulable, not UnschedulableAndUnresolvable); an Error status when there are none."""
+    fw = handle.frameworks.get(pod.pod.spec.scheduler_name)
+    if fw is None:
+        return Status(Code.ERROR, (f"no profile named {pod.pod.spec.scheduler_name!r}",))
+    all_nodes = snap.node_ids()
+    if all_nodes.size == 0:
+        return Status(Code.ERROR, ("no nodes available",))
+    codes = diagnosis.codes
+    ids = all_nodes[all_nodes < len(codes)]
+    return fw, all_nodes, ids[codes[ids] == Code.UNSCHEDULABLE]
+
+
+def filter_with_nominated(fw: Framework, state: CycleState, pod: PodInfo, snap: ClusterState,
                            node: int, nominator: Nominator) -> Status:
     """Upstream ``RunFilterPluginsWithNominatedPods``: the pod must fit both with the pods of
     equal or higher priority nominated to the node counted as running and without them."""
@@ -199,7 +215,7 @@ def select_victims_on_node(fw: Framework, state: CycleState, pod: PodInfo, snap:
             st = fw.run_pre_filter_extension_remove_pod(state, pod, pi, node, snap)
             if not st.ok:
                 return [], 0, _as_error(st)
-        st = _filter_with_nominated(fw, state, pod, snap, node, nominator)
+        st = filter_with_nominated(fw, state, pod, snap, node, nominator)
         if not st.ok:
             return [], 0, st
         potential.sort(key=_importance)
@@ -213,7 +229,7 @@ def select_victims_on_node(fw: Framework, state: CycleState, pod: PodInfo, snap:
                 st = fw.run_pre_filter_extension_add_pod(state, pod, pi, node, snap)
                 if not st.ok:
                     return [], 0, _as_error(st)
-                if _filter_with_nominated(fw, state, pod, snap, node, nominator).ok:
+                if filter_with_nominated(fw, state, pod, snap, node, nominator).ok:
                     continue
                 snap.remove_pod(pi)
                 off_node[pi.key] = pi
@@ -476,15 +492,10 @@ class DefaultPreemption(PostFilterPlugin):
         eligible, why = pod_eligible_to_preempt_others(pod, snap, diagnosis, nominator)
         if not eligible:
             return None, Status(Code.UNSCHEDULABLE, (why,))
-        fw = self.handle.frameworks.get(pod.pod.spec.scheduler_name)
-        if fw is None:
-            return None, Status(Code.ERROR, (f"no profile named {pod.pod.spec.scheduler_name!r}",))
-        all_nodes = snap.node_ids()
-        if all_nodes.size == 0:
-            return None, Status(Code.ERROR, ("no nodes available",))
-        codes = diagnosis.codes
-        ids = all_nodes[all_nodes < len(codes)]
-        potential = ids[codes[ids] == Code.UNSCHEDULABLE]
+        nodes = preemption_nodes(self.handle, pod, snap, diagnosis)
+        if isinstance(nodes, Status):
+            return None, nodes
+        fw, all_nodes, potential = nodes
         candidates: list[Candidate] = []
         statuses: dict[int, Status] = {}
         if potential.size:
