@@ -52,7 +52,7 @@ from kubeberth.api.times import parse_time_or_none
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.live.cache import TYPED_KINDS, decode, document
-from kubeberth.live.controller import Controller
+from kubeberth.live.controller import INVALID_OBJECT, Controller
 from kubeberth.live.events import EventRecorder
 from kubeberth.live.informer import SCHEDULER_RESOURCES, SYNC
 from kubeberth.live.leader import LeaderElector
@@ -94,6 +94,13 @@ def _epoch(stamp: str | None) -> float:
     return time.time() if when is None else when
 
 
+def pod_group(obj: dict[str, Any]) -> dict[str, Any]:
+    """A PodGroup as the informer hands it on: the API's dict, once Coscheduling's loader has
+    read it alone (a bad one is refused by itself, never failing every group's reload)."""
+    load_scheduling_crds(Manifests(other=[document(obj)]))
+    return obj
+
+
 def reads_config_maps(sched: Scheduler) -> bool:
     """Whether a plugin of some profile registered ConfigMap events (it reads one)."""
     return any(ev.resource == "ConfigMap" for fw in sched.frameworks.values()
@@ -125,8 +132,10 @@ class LiveScheduler(Controller[SchedulerMetrics]):
                                nominate=self._nominate_api)
         for fw in self.sched.frameworks.values():
             self.metrics.instrument(fw)
+        self.component = config.profiles[0].scheduler_name if config.profiles else self.name
         for kind, res in self.resources().items():
-            self.watch(kind, res, decode=decode if kind in TYPED_KINDS else None)
+            self.watch(kind, res, decode=decode if kind in TYPED_KINDS else
+                       pod_group if kind == "PodGroup" else None)
         self.pods: dict[str, PodInfo] = {}
         self.pod_groups: dict[str, dict[str, Any]] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
@@ -307,10 +316,12 @@ class LiveScheduler(Controller[SchedulerMetrics]):
             return
         except httpx.HTTPError:
             return
+        raw = obj.to_dict()
         try:
-            pod = decode(obj.to_dict())
-        except InputError as err:
-            log.warning("ignoring Pod %s: %s", pi.key, err)
+            pod = decode(raw)
+        except Exception as err:  # poison, as the informer refuses it: the pod is unread
+            self.refuse("Pod", pi.key, raw, err)
+            self.apply_event("Pod", "DELETED", (pi.key, None))
             return
         self.apply_event("Pod", "MODIFIED", (pi.key, pod))
 
@@ -401,13 +412,10 @@ class LiveScheduler(Controller[SchedulerMetrics]):
             self._binding_done(*data)
             return
         with self._lock:
-            try:
-                if type_ == SYNC:
-                    self._sync(kind, data)
-                else:
-                    self._event(kind, *data)
-            except InputError as err:
-                log.warning("ignoring %s: %s", kind, err)
+            if type_ == SYNC:
+                self._sync(kind, data)
+            else:
+                self._event(kind, *data)
 
     def _event(self, kind: str, key: str, obj: Any) -> None:
         """One object changed (``obj``, typed for the typed kinds) or was deleted (None)."""
@@ -415,13 +423,21 @@ class LiveScheduler(Controller[SchedulerMetrics]):
         if kind == "Pod":
             if deleted:
                 self._pod_gone(key)
-            else:
+                return
+            try:
                 self._pod(obj)
+            except InputError:
+                self._pod_gone(key)  # refused: as if absent, like an object the list leaves out
+                raise
         elif kind == "Node":
             if deleted:
                 self._node_gone(key)
-            else:
+                return
+            try:
                 self._node(obj)
+            except InputError:
+                self._node_gone(key)
+                raise
         elif kind == "PriorityClass":
             if deleted:
                 self.snap.priority_classes.pop(key, None)
@@ -476,7 +492,7 @@ class LiveScheduler(Controller[SchedulerMetrics]):
             try:
                 self._event(kind, key, obj)
             except InputError as err:
-                log.warning("ignoring %s: %s", kind, err)
+                self.refuse(kind, key, obj, err, INVALID_OBJECT)
         if kind == "PodDisruptionBudget":
             self.snap.pdbs = [self.pdbs[k] for k in sorted(self.pdbs)]
         if kind == "PodGroup":
