@@ -9,6 +9,9 @@ model, a pod naming a PriorityClass deleted since, a PodGroup or ClusterQueue wi
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -263,3 +266,54 @@ def test_a_failing_informer_stops_its_controller(live: Live, tmp_path: Path) -> 
     assert isinstance(ctl.error, RuntimeError) and failures == ["SYNC"]
     assert not inf.thread.is_alive()
 
+
+
+BUGGY = '''
+from typing import ClassVar
+
+from kubeberth.scheduling.framework.interface import PreScorePlugin
+
+
+class Buggy(PreScorePlugin):
+    name: ClassVar[str] = "Buggy"
+    NAME: ClassVar[str] = "Buggy"
+
+    @classmethod
+    def new(cls, args, handle):
+        return cls()
+
+    def pre_score(self, state, pod, snap, nodes):
+        raise RuntimeError("a bug in a plugin")
+'''
+
+BUGGY_CONFIG = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    preScore:
+      enabled: [{name: Buggy}]
+"""
+
+
+def test_a_bug_makes_the_command_exit_non_zero(live: Live, tmp_path: Path) -> None:
+    """Not poison but a bug (an out-of-tree plugin that raises): `kubeberth scheduler` stops,
+    says why and exits 1, never 0."""
+    live.serve(write(tmp_path / "cluster.yaml", node("n1", 4) + node("n2", 4)))
+    write(tmp_path / "buggy.py", BUGGY)
+    config = write(tmp_path / "config.yaml", BUGGY_CONFIG)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubeberth", "scheduler", "--kubeconfig", str(live.kubeconfig),
+         "--config", str(config), "--plugin", "buggy:Buggy", "--metrics-port", "0",
+         "--no-leader-elect"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    try:
+        live.kubectl("apply", "-f", "-", input=pod("victim", 1))
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, out
+    assert "kubeberth scheduler stopped: the controller failed: RuntimeError('a bug in a " \
+        "plugin')" in out
