@@ -116,9 +116,21 @@ class ControllerManager:
         self._rt = {rt.kind: rt for rt in api.registry.resources if rt.group in
                     ("", "apps", "batch", "policy")}
         self.kubelet = Kubelet()
+        # (namespace, name) of the pods bound to each node, kept in step with the store (the
+        # listener runs inside every change), so admission reads a node's pods, not all pods.
+        self._bound: dict[str, set[tuple[str, str]]] = {}
         self.store.add_listener(self._notify)
 
     def _notify(self, rt: ResourceType, event: Event) -> None:
+        if rt.kind == "Pod" and rt.group == "":
+            meta = event.obj["metadata"]
+            node = (event.obj.get("spec") or {}).get("nodeName")
+            if node:
+                key = (meta.get("namespace", ""), meta["name"])
+                if event.type == "DELETED":
+                    self._bound.get(node, set()).discard(key)
+                else:
+                    self._bound.setdefault(node, set()).add(key)
         self.queue.put_nowait((rt, event))
 
     # Loop plumbing.
@@ -185,8 +197,8 @@ class ControllerManager:
             if event.type == "ADDED":
                 self._node_lease(obj)
             # kubelet admits the pods waiting for it oldest first.
-            waiting = [p for p in self.store.items(self._rt["Pod"])
-                       if (p.get("spec") or {}).get("nodeName") == obj["metadata"]["name"]]
+            waiting = [p for ns, name in self._bound.get(obj["metadata"]["name"], ())
+                       if (p := self.store.get(self._rt["Pod"], ns, name)) is not None]
             for pod in sorted(waiting, key=_created):
                 self._kubelet(pod)
         elif kind in ("ReplicaSet", "Deployment", "Job") and event.type != "DELETED":
@@ -253,9 +265,9 @@ class ControllerManager:
         node = self.store.get(self._rt["Node"], "", node_name)
         if node is None or not _node_ready(node):
             return
-        others = [p for p in self.store.items(pods) if p["metadata"]["uid"] != meta["uid"]
-                  and (p.get("spec") or {}).get("nodeName") == node_name
-                  and _phase(p) == "Running"]
+        others = [p for ns, name in sorted(self._bound.get(node_name, ()))
+                  if (p := self.store.get(pods, ns, name)) is not None
+                  and p["metadata"]["uid"] != meta["uid"] and _phase(p) == "Running"]
         refusal = self.kubelet.admit(pod, node, others)
         if refusal is not None:
             self._reject(pod, node_name, *refusal)
