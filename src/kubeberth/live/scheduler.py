@@ -277,9 +277,10 @@ class LiveScheduler(Controller[SchedulerMetrics]):
     def _bind_on_worker(self, res: CycleResult) -> None:
         try:
             st, outcome = self._post_binding(res.pod, res.node or "")
-        except Exception as err:  # the loop must hear back about every binding
+        except Exception as err:  # a bug, not an API answer: the controller stops
             log.exception("binding %s to %s", res.pod.key, res.node)
             st, outcome = Status(Code.ERROR, (f"binding failed: {err!r}",), BINDER), ""
+            self.abort(err)
         self.enqueue(BOUND, "", (res, st, outcome))
 
     def _binding_done(self, res: CycleResult, st: Status, outcome: str) -> None:
