@@ -66,17 +66,31 @@ def test_a_killed_scheduler_restarts_and_converges(tmp_path: Path,
 
 def test_two_schedulers_without_leader_election_never_overcommit_running_gpus(
         tmp_path: Path, chaos_of: list[Chaos]) -> None:
-    """They race for the same 4 GPUs: the API takes one binding per pod, and the kubelet
-    refuses a pod that does not fit (OutOfnvidia.com/gpu), so never 5 GPUs run."""
-    chaos = Chaos(tmp_path, node("gpu-1", 4))
+    """They race for the same GPUs, each breaking ties its own way (their seeds): the API
+    takes one binding per pod, but each counts its own assumptions until the watch corrects
+    them, so both bind past a node's 4 GPUs. The kubelet refuses a pod that does not fit
+    (OutOfnvidia.com/gpu): never 5 GPUs run on a node."""
+    # Slow bindings keep both schedulers' assumptions in flight together: the race is sure.
+    chaos = Chaos(tmp_path, node("gpu-1", 4) + node("gpu-2", 4), faults="bind.delay=0.3")
     chaos_of.append(chaos)
-    chaos.start("scheduler", "--no-leader-elect", "--seed", "1")
-    chaos.start("scheduler", "--no-leader-elect", "--seed", "2")
-    names = [f"p-{i}" for i in range(10)]
+    for seed in (1, 2):
+        # A second profile of its own lets each warm up on its own pod first (the cycle
+        # compiles the score kernels), so neither is late to the race.
+        config = tmp_path / f"scheduler-{seed}.yaml"
+        config.write_text(f"""apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: warm-up-{seed}
+""")
+        chaos.start("scheduler", "--no-leader-elect", "--seed", str(seed), "--config",
+                    str(config))
+        chaos.apply(pod(f"warm-up-{seed}", 0).replace(
+            "spec:\n", f"spec:\n  schedulerName: warm-up-{seed}\n", 1), f"warm-{seed}.yaml")
+    wait_for(lambda: settled(chaos, ["warm-up-1", "warm-up-2"]), "both warm-up pods")
+    names = [f"p-{i}" for i in range(16)]
     chaos.apply("".join(pod(n) for n in names))
     wait_for(lambda: settled(chaos, names), "every pod bound or pending with a reason")
-    running = [p for p in chaos.pods() if (p.get("status") or {}).get("phase") == "Running"]
-    assert len(running) <= 4
     assert violations(chaos) == []
     refused = [p for p in chaos.pods() if (p.get("status") or {}).get("phase") == "Failed"]
     assert all(p["status"]["reason"] == "OutOfnvidia.com/gpu" for p in refused)
