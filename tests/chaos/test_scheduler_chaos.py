@@ -91,7 +91,7 @@ profiles:
     names = [f"p-{i}" for i in range(16)]
     chaos.apply("".join(pod(n) for n in names))
     wait_for(lambda: settled(chaos, names), "every pod bound or pending with a reason")
-    assert violations(chaos) == []
+    assert violations(chaos) == []  # without the kubelet's admission, 2 runs in 3 fail here
     refused = [p for p in chaos.pods() if (p.get("status") or {}).get("phase") == "Failed"]
     assert all(p["status"]["reason"] == "OutOfnvidia.com/gpu" for p in refused)
 
