@@ -18,8 +18,8 @@ Poison objects are skipped, never fatal: one the informer cannot decode into the
 (reason ``FailedToDecode``), or whose event makes the controller raise an ``InputError``
 (reason ``InvalidObject``: a policy cannot judge it), is left out with one log line, a
 Warning Event on the object and a count in ``kubeberth_objects_refused_total``; the loop goes
-on. Any other exception on any of the controller's threads (the loop, an informer, the
-election, the event recorder) is a bug: it is kept in :attr:`Controller.error`, ``/readyz``
+on. Any other exception on any of the controller's threads (the loop, an informer, a
+binding worker, the election, the event recorder) is a bug: it is kept in :attr:`Controller.error`, ``/readyz``
 fails, and the controller stops after the same teardown (the Lease is released, so a standby
 takes over at once); the command exits 1. A restarted controller lists everything afresh.
 """
