@@ -19,9 +19,10 @@ Poison objects are skipped, never fatal: one the informer cannot decode into the
 (reason ``InvalidObject``: a policy cannot judge it), is left out with one log line, a
 Warning Event on the object and a count in ``kubeberth_objects_refused_total``; the loop goes
 on. Any other exception on any of the controller's threads (the loop, an informer, a
-binding worker, the election, the event recorder) is a bug: it is kept in :attr:`Controller.error`, ``/readyz``
-fails, and the controller stops after the same teardown (the Lease is released, so a standby
-takes over at once); the command exits 1. A restarted controller lists everything afresh.
+binding worker, the election, the event recorder) is a bug: it is kept in
+:attr:`Controller.error`, ``/readyz`` fails, and the controller stops after the same teardown
+(the Lease is released, so a standby takes over at once); the command exits 1. A restarted
+controller lists everything afresh.
 """
 
 from __future__ import annotations
