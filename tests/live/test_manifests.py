@@ -141,8 +141,11 @@ def test_descheduler_may_evict_but_not_bind_and_scheduler_the_reverse() -> None:
     assert all(not r.startswith("pods/") for r in resources("spill-controller"))
     writes = {"create", "update", "patch", "delete", "deletecollection"}
     # Outside its Lease, the spill controller writes one thing: node taints.
+    # It writes node taints, and Events only about nodes and pods its informers cannot read.
     assert {(r, v) for _g, r, verbs in rbac_rows("spill-controller") for v in verbs
-            if v in writes and r != "leases"} == {("nodes", "patch")}
+            if v in writes and r != "leases"} == {("nodes", "patch"), ("events", "create")}
+    assert {(r, v) for _g, r, verbs in rbac_rows("spill-controller", "prometheus")
+            for v in verbs if v in writes and r != "leases"} == {("nodes", "patch")}
 
 
 def _rules(docs: list[dict[str, Any]], name: str) -> set[tuple[str, str, str]]:
@@ -154,7 +157,7 @@ def _rules(docs: list[dict[str, Any]], name: str) -> set[tuple[str, str, str]]:
 def test_spill_controller_rules_follow_the_configured_signal_source(tmp_path: Path) -> None:
     api = _rules(_all(controllers=["spill-controller"]), "kubeberth-spill-controller")
     assert api == {("", "nodes", v) for v in ("get", "list", "patch", "watch")} | {
-        ("", "pods", "list"), ("", "pods", "watch")}
+        ("", "pods", "list"), ("", "pods", "watch"), ("", "events", "create")}
     prom = write(tmp_path / "spill.yaml", PROMETHEUS_SPILL)
     docs = _all(controllers=["spill-controller"], configs={"spill-controller": prom})
     assert _rules(docs, "kubeberth-spill-controller") == {("", "nodes", "get"),

@@ -21,6 +21,7 @@ import base64
 import contextlib
 import json
 import logging
+import os
 import ssl
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -40,6 +41,7 @@ from kubeberth.apiserver.admission import KUBELET_VERSION
 from kubeberth.apiserver.audit import RequestAudit, client_identity
 from kubeberth.apiserver.clock import Clock, ManualClock, SystemClock
 from kubeberth.apiserver.controllers import ControllerManager
+from kubeberth.apiserver.faults import Faults
 from kubeberth.apiserver.metrics import registry_for
 from kubeberth.apiserver.operations import Api
 from kubeberth.apiserver.resources import (
@@ -92,6 +94,8 @@ class Cluster:
         # Fault injection: seconds every API request waits before it is served (tests set it
         # at any time to show the controllers keep their guarantees on a slow API server).
         self.latency = 0.0
+        # Chaos tests only: faults asked for by KUBEBERTH_TEST_FAULTS (faults.py), else None.
+        self.faults = Faults.from_env(os.environ)
 
     def load(self, manifests: Manifests) -> list[str]:
         """Create every object of ``manifests`` (namespaces they use included); return the
@@ -127,6 +131,8 @@ class Cluster:
         if self.latency > 0 and request.path not in PUBLIC_PATHS:
             await asyncio.sleep(self.latency)
         try:
+            if self.faults is not None:
+                return await self.faults.serve(request, handler)
             return await handler(request)
         except errors.ApiError as err:
             return _error_response(err)
@@ -608,6 +614,9 @@ class EmbeddedServer:
     async def _start(self) -> None:
         self._tasks = [asyncio.create_task(self.cluster.controllers.run()),
                        asyncio.create_task(self.cluster.controllers.run_timers())]
+        if self.cluster.faults is not None:
+            self._tasks.append(asyncio.create_task(
+                self.cluster.faults.drop_watches(self.cluster.store)))
         self._runner = web.AppRunner(self.cluster.app(), access_log=None,
                                      handler_cancellation=True, shutdown_timeout=1.0)
         await self._runner.setup()

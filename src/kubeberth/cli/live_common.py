@@ -273,7 +273,7 @@ def run_controller(controller: Controller[Any], live: LiveOptions, *, banner: st
         print(f"kubeberth {name} stopped: leader election lost", flush=True)
         raise typer.Exit(1)
     if controller.error is not None:
-        print(f"kubeberth {name} stopped: the control loop failed: {controller.error!r}",
+        print(f"kubeberth {name} stopped: the controller failed: {controller.error!r}",
               flush=True)
         raise typer.Exit(1)
     print(f"kubeberth {name} stopped", flush=True)

@@ -6,8 +6,9 @@ deployment namespace, a ConfigMap with its configuration file and a Deployment r
 matching ``kubeberth`` command with probes on ``/healthz`` and ``/readyz`` and the metrics port
 exposed. Least privilege per controller is why they do not share one account: the descheduler
 can evict but not bind, the scheduler can bind but not evict through the eviction API, the spill
-controller can patch nodes and write nothing else. The spill controller's rights follow its
-configured signal source: nodes and pods are listed only when the signal comes from the API.
+controller can patch nodes and write nothing else but Events. The spill controller's rights
+follow its configured signal source: nodes and pods are listed (and Events posted about those it
+cannot read) only when the signal comes from the API.
 
 The output is deterministic (same options, same bytes), so it can be diffed and kept in Git.
 """
@@ -104,11 +105,13 @@ RBAC: dict[str, list[Rule]] = {
 }
 
 # What the spill controller needs on top when its signal comes from the API (SpillConfig
-# controller.signal.source: cluster, the default): informer caches of nodes and pods. With
-# source prometheus it reads no pod and lists no node.
+# controller.signal.source: cluster, the default): informer caches of nodes and pods, and the
+# Warning Event on a node or pod it cannot read. With source prometheus it reads no pod, lists
+# no node and posts no Event.
 SPILL_API_SIGNAL: list[Rule] = [
     ("", "nodes", ("list", "watch")),
     ("", "pods", ("list", "watch")),
+    EVENTS,
 ]
 
 
