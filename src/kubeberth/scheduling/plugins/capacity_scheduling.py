@@ -41,9 +41,9 @@ from kubeberth.scheduling.framework.runtime import Framework
 from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
 from kubeberth.scheduling.plugins.default_preemption import (
     CompiledPDB,
-    filter_with_nominated,
     dry_run_candidates,
     filter_pods_with_pdb_violation,
+    filter_with_nominated,
     fit_error_message,
     nominate,
     preemption_nodes,
@@ -289,10 +289,8 @@ class CapacityScheduling(PreFilterPlugin, UpdateWithPod, PostFilterPlugin, Reser
     # ---- PostFilter: preemption ------------------------------------------------------------
     def post_filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                     diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status]:
-        eligible, why = self._eligible(state, pod, snap, diagnosis)
-        if not eligible:
-            return None, Status(Code.UNSCHEDULABLE, (why,))
-        nodes = preemption_nodes(self.handle, pod, snap, diagnosis)
+        nodes = preemption_nodes(self.handle, pod, snap, diagnosis,
+                                 self._eligible(state, pod, snap, diagnosis))
         if isinstance(nodes, Status):
             return None, nodes
         fw, all_nodes, potential = nodes

@@ -161,11 +161,14 @@ def _as_error(st: Status) -> Status:
     return Status(Code.ERROR, st.reasons, st.plugin)
 
 
-def preemption_nodes(handle: Handle, pod: PodInfo, snap: ClusterState, diagnosis: Diagnosis
-                     ) -> tuple[Framework, IntArray, IntArray] | Status:
-    """Upstream ``Evaluator.Preempt``'s set-up, shared by every preemption PostFilter: the
-    pod's profile, every node, and the nodes whose Filter failure preemption may resolve
-    (Unschedulable, not UnschedulableAndUnresolvable); an Error status when there are none."""
+def preemption_nodes(handle: Handle, pod: PodInfo, snap: ClusterState, diagnosis: Diagnosis,
+                     eligible: tuple[bool, str]) -> tuple[Framework, IntArray, IntArray] | Status:
+    """Upstream ``Evaluator.Preempt``'s set-up, shared by every preemption PostFilter: given
+    the plugin's own ``PodEligibleToPreemptOthers`` verdict, the pod's profile, every node, and
+    the nodes whose Filter failure preemption may resolve (Unschedulable, not
+    UnschedulableAndUnresolvable); a status when the pod may not preempt or there are no nodes."""
+    if not eligible[0]:
+        return Status(Code.UNSCHEDULABLE, (eligible[1],))
     fw = handle.frameworks.get(pod.pod.spec.scheduler_name)
     if fw is None:
         return Status(Code.ERROR, (f"no profile named {pod.pod.spec.scheduler_name!r}",))
@@ -488,11 +491,8 @@ class DefaultPreemption(PostFilterPlugin):
 
     def _preempt(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                  diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status]:
-        nominator = self.handle.nominator
-        eligible, why = pod_eligible_to_preempt_others(pod, snap, diagnosis, nominator)
-        if not eligible:
-            return None, Status(Code.UNSCHEDULABLE, (why,))
-        nodes = preemption_nodes(self.handle, pod, snap, diagnosis)
+        nodes = preemption_nodes(self.handle, pod, snap, diagnosis, pod_eligible_to_preempt_others(
+            pod, snap, diagnosis, self.handle.nominator))
         if isinstance(nodes, Status):
             return None, nodes
         fw, all_nodes, potential = nodes
