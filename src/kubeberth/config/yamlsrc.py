@@ -287,7 +287,13 @@ def parse_source(source: Source) -> list[Document]:
     stripped = source.text.lstrip()
     if source.is_json or stripped.startswith(("{", "[")):
         try:
-            value = json.loads(source.text, object_hook=_without_nulls)
+            value = json.loads(source.text, object_hook=_without_nulls,
+                               parse_constant=_not_json)
+        except _NotJson as err:
+            line = source.text.count("\n", 0, max(source.text.find(err.token), 0)) + 1
+            raise InputError(f"invalid JSON: {err.token} is not a JSON number",
+                             source=source.name, line=line,
+                             expected="finite numbers (JSON has no NaN or Infinity)") from None
         except json.JSONDecodeError as err:
             if source.is_json:
                 raise InputError(f"invalid JSON: {err.msg} (column {err.colno})",
@@ -308,7 +314,7 @@ def parse_source(source: Source) -> list[Document]:
         while loader.check_node():
             node = loader.get_node()
             value = loader.construct_document(node)
-            if may_alias:
+            if may_alias and node is not None:
                 check_expansion(value, source.name, node.start_mark.line + 1)
             docs.extend(_split(source, index, value, node))
             index += 1
@@ -453,6 +459,17 @@ _GOT_TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,), "float": (float,), "str": (str,), "bool": (bool,), "object": (dict,),
     "array": (list,), "null": (type(None),),
 }
+
+
+class _NotJson(ValueError):
+    def __init__(self, token: str) -> None:
+        super().__init__(token)
+        self.token = token
+
+
+def _not_json(token: str) -> Any:
+    """Python's decoder reads NaN and Infinity; Go's, like the JSON grammar, does not."""
+    raise _NotJson(token)
 
 
 def _without_nulls(obj: dict[str, Any]) -> dict[str, Any]:

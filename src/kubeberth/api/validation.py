@@ -1,0 +1,153 @@
+"""The API server's validation rules for the objects kubeberth reads, in its words.
+
+A manifest the API server would refuse must be refused offline too, with the same message and
+field path, so that ``kubeberth explain`` and ``kubectl apply`` agree. The rules live here once:
+the manifest loader (config/manifests.py) and the embedded API server both call them. Each check
+raises :class:`InputError` whose ``field`` is the path upstream reports and whose message is
+upstream's ("Invalid value: ...", "Unsupported value: ...", "Required value").
+
+Covered today: object shape (metadata, spec and status are mappings), names (RFC 1123
+subdomain) and namespaces (RFC 1123 label), node taints and pod tolerations (keys, operators,
+effects), and int32 priorities. Quantities are checked where they are parsed
+(:mod:`kubeberth.api.quantity`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kubeberth.api.errors import InputError
+from kubeberth.api.objects import Node, ObjectMeta, Pod, PriorityClass, Taint, Toleration
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+TOLERATION_OPERATORS = ("Equal", "Exists")
+
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_QUALIFIED = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+SUBDOMAIN_RULE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+LABEL_RULE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+QUALIFIED_RULE = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_SHAPED = ("metadata", "spec", "status")
+
+
+def _quoted(value: object) -> str:
+    text = json.dumps(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 80 else text[:72] + "…" + text[-4:]
+
+
+def _invalid(field: str, value: object, rule: str) -> InputError:
+    return InputError(f"Invalid value: {_quoted(value)}: {rule}", field=field)
+
+
+def _unsupported(field: str, value: object, supported: Iterable[str]) -> InputError:
+    shown = ", ".join(json.dumps(s) for s in supported)
+    return InputError(f"Unsupported value: {_quoted(value)}: supported values: {shown}",
+                      field=field)
+
+
+def check_shape(data: Mapping[str, Any]) -> None:
+    """metadata, spec and status of any object are mappings when present."""
+    for key in _SHAPED:
+        value = data.get(key)
+        if value is not None and not isinstance(value, dict):
+            kind = "a list" if isinstance(value, list) else f"the value {_quoted(value)}"
+            raise InputError(f"got {kind}", field=key, expected="a mapping (an object)")
+
+
+def check_subdomain(value: str, field: str) -> None:
+    if len(value) > 253:
+        raise _invalid(field, value, "must be no more than 253 characters")
+    if _SUBDOMAIN.fullmatch(value) is None:
+        raise _invalid(field, value, SUBDOMAIN_RULE)
+
+
+def check_label(value: str, field: str) -> None:
+    if len(value) > 63:
+        raise _invalid(field, value, "must be no more than 63 characters")
+    if _LABEL.fullmatch(value) is None:
+        raise _invalid(field, value, LABEL_RULE)
+
+
+def check_qualified_name(value: str, field: str) -> None:
+    """A label or taint key: an optional DNS subdomain prefix and '/', then a name."""
+    prefix, _, name = value.rpartition("/")
+    if "/" in value and not prefix:
+        raise _invalid(field, value, "prefix part must be non-empty")
+    if prefix:
+        check_subdomain(prefix, field)
+    if not name:
+        raise _invalid(field, value, "name part must be non-empty")
+    if len(name) > 63:
+        raise _invalid(field, value, "name part must be no more than 63 characters")
+    if _QUALIFIED.fullmatch(name) is None:
+        raise _invalid(field, value, QUALIFIED_RULE)
+
+
+def check_int32(value: int, field: str) -> None:
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise _invalid(field, value, f"must be a 32-bit integer ({INT32_MIN} to {INT32_MAX})")
+
+
+def check_metadata(meta: ObjectMeta, *, namespaced: bool) -> None:
+    if meta.name:
+        check_subdomain(meta.name, "metadata.name")
+    if namespaced and meta.namespace:
+        check_label(meta.namespace, "metadata.namespace")
+
+
+def check_taints(taints: Iterable[Taint], field: str) -> None:
+    for i, taint in enumerate(taints):
+        where = f"{field}[{i}]"
+        if not taint.key:
+            raise InputError("Required value", field=f"{where}.key")
+        check_qualified_name(taint.key, f"{where}.key")
+        if taint.effect not in TAINT_EFFECTS:
+            raise _unsupported(f"{where}.effect", taint.effect, TAINT_EFFECTS)
+
+
+def check_tolerations(tolerations: Iterable[Toleration], field: str) -> None:
+    for i, tol in enumerate(tolerations):
+        where = f"{field}[{i}]"
+        if tol.key:
+            check_qualified_name(tol.key, f"{where}.key")
+        if tol.operator not in TOLERATION_OPERATORS:
+            raise _unsupported(f"{where}.operator", tol.operator, TOLERATION_OPERATORS)
+        if tol.operator == "Exists" and tol.value:
+            raise _invalid(f"{where}.operator", tol.value,
+                           "value must be empty when `operator` is 'Exists'")
+        if tol.effect and tol.effect not in TAINT_EFFECTS:
+            raise _unsupported(f"{where}.effect", tol.effect, TAINT_EFFECTS)
+
+
+def validate_node(node: Node) -> None:
+    check_metadata(node.metadata, namespaced=False)
+    check_taints(node.spec.taints, "spec.taints")
+
+
+def validate_pod(pod: Pod) -> None:
+    check_metadata(pod.metadata, namespaced=True)
+    if pod.spec.priority is not None:
+        check_int32(pod.spec.priority, "spec.priority")
+    check_tolerations(pod.spec.tolerations, "spec.tolerations")
+
+
+def validate_priority_class(pc: PriorityClass) -> None:
+    check_metadata(pc.metadata, namespaced=False)
+    check_int32(pc.value, "value")
