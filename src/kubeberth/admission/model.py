@@ -33,6 +33,7 @@ from kubeberth.api.objects import (
 from kubeberth.api.quantity import to_milli
 from kubeberth.api.resources import pod_requests
 from kubeberth.api.times import parse_time
+from kubeberth.api.validation import check_int32
 from kubeberth.config.manifests import DEFAULT_NAMESPACE, Manifests
 from kubeberth.config.yamlsrc import Document, validation_error
 
@@ -328,6 +329,7 @@ def _int(value: object, fld: str, default: int | None = None) -> int | None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"{value!r} is not an integer", field=fld, expected="an integer")
+    check_int32(value, fld)  # every integer Kueue and batch/v1 read here is an int32
     return value
 
 

@@ -62,26 +62,48 @@ def _unsupported(field: str, value: object, supported: Iterable[str]) -> InputEr
                       field=field)
 
 
+def _got(value: object) -> str:
+    return "got a list" if isinstance(value, list) else "got a mapping" \
+        if isinstance(value, dict) else f"got the value {_quoted(value)}"
+
+
 def check_shape(data: Mapping[str, Any]) -> None:
-    """metadata, spec and status of any object are mappings when present."""
+    """The parts every object shares have their shape (metadata, spec and status are mappings;
+    names are strings; labels and annotations map strings to strings), so that layers reading
+    raw documents of any kind may rely on it."""
     for key in _SHAPED:
         value = data.get(key)
         if value is not None and not isinstance(value, dict):
-            kind = "a list" if isinstance(value, list) else f"the value {_quoted(value)}"
-            raise InputError(f"got {kind}", field=key, expected="a mapping (an object)")
+            raise InputError(_got(value), field=key, expected="a mapping (an object)")
+    meta = data.get("metadata") or {}
+    for key in ("name", "namespace", "generateName"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str):
+            raise InputError(_got(value), field=f"metadata.{key}", expected="a string")
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise InputError(_got(value), field=f"metadata.{key}",
+                             expected="a mapping of strings to strings")
+        for k, v in value.items():
+            if not isinstance(v, str) and v is not None:
+                raise InputError(_got(v), field=f"metadata.{key}.{k}", expected="a string")
 
 
-def check_subdomain(value: str, field: str) -> None:
+def check_subdomain(value: str, field: str, *, fold_case: bool = False) -> None:
+    """``fold_case`` lets upper-case letters pass (see :func:`check_metadata`)."""
     if len(value) > 253:
         raise _invalid(field, value, "must be no more than 253 characters")
-    if _SUBDOMAIN.fullmatch(value) is None:
+    if _SUBDOMAIN.fullmatch(value.lower() if fold_case else value) is None:
         raise _invalid(field, value, SUBDOMAIN_RULE)
 
 
-def check_label(value: str, field: str) -> None:
+def check_label(value: str, field: str, *, fold_case: bool = False) -> None:
     if len(value) > 63:
         raise _invalid(field, value, "must be no more than 63 characters")
-    if _LABEL.fullmatch(value) is None:
+    if _LABEL.fullmatch(value.lower() if fold_case else value) is None:
         raise _invalid(field, value, LABEL_RULE)
 
 
@@ -105,11 +127,17 @@ def check_int32(value: int, field: str) -> None:
         raise _invalid(field, value, f"must be a 32-bit integer ({INT32_MIN} to {INT32_MAX})")
 
 
-def check_metadata(meta: ObjectMeta, *, namespaced: bool) -> None:
+def check_metadata(meta: ObjectMeta, *, namespaced: bool, fold_case: bool = False) -> None:
+    """Names are RFC 1123 subdomains, namespaces RFC 1123 labels.
+
+    ``fold_case`` is for manifests read offline: upstream's own scheduler, Kueue and
+    descheduler tests (our conformance cases) name objects ``nodeA`` or ``CPU-consumer-1``,
+    which their unit tests never send through an API server; upper case is let through there,
+    every other character the API server refuses is not. The API server checks strictly."""
     if meta.name:
-        check_subdomain(meta.name, "metadata.name")
+        check_subdomain(meta.name, "metadata.name", fold_case=fold_case)
     if namespaced and meta.namespace:
-        check_label(meta.namespace, "metadata.namespace")
+        check_label(meta.namespace, "metadata.namespace", fold_case=fold_case)
 
 
 def check_taints(taints: Iterable[Taint], field: str) -> None:
@@ -136,18 +164,18 @@ def check_tolerations(tolerations: Iterable[Toleration], field: str) -> None:
             raise _unsupported(f"{where}.effect", tol.effect, TAINT_EFFECTS)
 
 
-def validate_node(node: Node) -> None:
-    check_metadata(node.metadata, namespaced=False)
+def validate_node(node: Node, *, fold_case: bool = False) -> None:
+    check_metadata(node.metadata, namespaced=False, fold_case=fold_case)
     check_taints(node.spec.taints, "spec.taints")
 
 
-def validate_pod(pod: Pod) -> None:
-    check_metadata(pod.metadata, namespaced=True)
+def validate_pod(pod: Pod, *, fold_case: bool = False) -> None:
+    check_metadata(pod.metadata, namespaced=True, fold_case=fold_case)
     if pod.spec.priority is not None:
         check_int32(pod.spec.priority, "spec.priority")
     check_tolerations(pod.spec.tolerations, "spec.tolerations")
 
 
-def validate_priority_class(pc: PriorityClass) -> None:
-    check_metadata(pc.metadata, namespaced=False)
+def validate_priority_class(pc: PriorityClass, *, fold_case: bool = False) -> None:
+    check_metadata(pc.metadata, namespaced=False, fold_case=fold_case)
     check_int32(pc.value, "value")

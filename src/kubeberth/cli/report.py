@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from kubeberth.api.errors import InputError
 from kubeberth.cli.common import deprecated
@@ -32,7 +33,8 @@ def _out_file(out_file: Path | None, old_output: Path | None) -> Path | None:
 
 
 def _fail(err: InputError) -> typer.Exit:
-    Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+    Console(stderr=True).print(f"[bold red]error:[/] {escape(str(err))}", highlight=False,
+                               soft_wrap=True)
     return typer.Exit(2)
 
 

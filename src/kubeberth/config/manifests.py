@@ -236,6 +236,7 @@ def _where(doc: Document) -> str:
     return f"{doc.source.name}:{line}" if line is not None else doc.source.name
 
 
+# Names are checked as the API server checks them, upper case aside (api/validation.py says why).
 def _pod(doc: Document) -> Pod:
     pod = convert(doc, Pod)
     check_metadata(doc, pod.metadata, namespaced=True)
@@ -245,7 +246,7 @@ def _pod(doc: Document) -> Pod:
                         field="spec.preemptionPolicy",
                         expected=" or ".join(PREEMPTION_POLICIES))
     with doc.located():
-        validate_pod(pod)
+        validate_pod(pod, fold_case=True)
         pod_requests(pod)
         for kind, containers in (("containers", spec.containers),
                                  ("initContainers", spec.init_containers)):
@@ -259,7 +260,7 @@ def _node(doc: Document) -> Node:
     node = convert(doc, Node)
     check_metadata(doc, node.metadata, namespaced=False)
     with doc.located():
-        validate_node(node)
+        validate_node(node, fold_case=True)
         node_allocatable(node)
         resource_map(node.status.capacity, "status.capacity")
     return node
@@ -269,7 +270,7 @@ def _priority_class(doc: Document) -> PriorityClass:
     pc = convert(doc, PriorityClass)
     check_metadata(doc, pc.metadata, namespaced=False)
     with doc.located():
-        validate_priority_class(pc)
+        validate_priority_class(pc, fold_case=True)
     if pc.value > HIGHEST_USER_DEFINABLE_PRIORITY and not pc.metadata.name.startswith("system-"):
         raise doc.error(f"value {pc.value} is above the user-definable range", field="value",
                         expected=f"at most {HIGHEST_USER_DEFINABLE_PRIORITY} (higher values are "
@@ -307,7 +308,7 @@ def _namespace(doc: Document) -> Namespace:
     ns = convert(doc, Namespace)
     check_metadata(doc, ns.metadata, namespaced=False)
     with doc.located():
-        check_label(ns.metadata.name, "metadata.name")
+        check_label(ns.metadata.name, "metadata.name", fold_case=True)
     return ns
 
 
