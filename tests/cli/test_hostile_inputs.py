@@ -134,6 +134,12 @@ MANIFEST_CASES = [
         '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": '
         '{"containers": [{"name": "c", "resources": {"requests": {"cpu": NaN}}}]}}')},
          "NaN"),
+    Case("yaml-5000-digit-int", "explain", lambda: {"x.yaml": pod("{cpu: " + "7" * 5000 + "}")},
+         "spec.containers[0].resources.requests.cpu"),
+    Case("json-5000-digit-int", "explain", lambda: {"x.json": (
+        '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": '
+        '[{"name": "c", "resources": {"requests": {"cpu": ' + "7" * 5000 + '}}}]}}')},
+         "spec.containers[0].resources.requests.cpu"),
     Case("json-100k-deep", "explain", lambda: {"x.json": deep_json(100_000)}, "nesting"),
     Case("yaml-100k-deep", "deschedule",
          lambda: {"x.yaml": "a: " + "[" * 100_000 + "]" * 100_000 + "\n"}, "nesting"),

@@ -101,6 +101,25 @@ def _timestamp_as_string(loader: _Loader, node: yaml.ScalarNode) -> str:
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_string)
 
+# Integers longer than this stay text: no field holds one, Python refuses to convert past 4300
+# digits, and as text a quantity reader still says "out of range" and a typed field "a string".
+_MAX_INT_DIGITS = 30
+
+
+def _int_or_text(loader: _Loader, node: yaml.ScalarNode) -> int | str:
+    text = str(node.value)
+    if len(text) > _MAX_INT_DIGITS:
+        return text
+    value: int = loader.construct_yaml_int(node)
+    return value
+
+
+def _json_int(text: str) -> int | str:
+    return int(text) if len(text) <= _MAX_INT_DIGITS else text
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _int_or_text)
+
 
 def _check_duplicates(node: yaml.MappingNode) -> None:
     seen: dict[str, yaml.Node] = {}
@@ -288,7 +307,7 @@ def parse_source(source: Source) -> list[Document]:
     if source.is_json or stripped.startswith(("{", "[")):
         try:
             value = json.loads(source.text, object_hook=_without_nulls,
-                               parse_constant=_not_json)
+                               parse_constant=_not_json, parse_int=_json_int)
         except _NotJson as err:
             line = source.text.count("\n", 0, max(source.text.find(err.token), 0)) + 1
             raise InputError(f"invalid JSON: {err.token} is not a JSON number",

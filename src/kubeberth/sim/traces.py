@@ -220,8 +220,10 @@ def _int(value: str, source: str, line: int, column: str, milli_per_unit: int = 
     """A count whose milli-units (``milli_per_unit`` per unit) fit the state's int64."""
     if value.isdigit() and value.isascii():
         # Only short digit strings reach int(): its cost grows with the length.
-        if len(value.lstrip("0")) <= 19 and int(value) * milli_per_unit <= MAX_MILLI:
-            return int(value)
+        if len(value) <= 19 or len(value.lstrip("0")) <= 19:
+            n = int(value)
+            if n * milli_per_unit <= MAX_MILLI:
+                return n
         raise InputError(f"{_shown(value)} is out of range", source=source, line=line,
                          field=column, expected=f"at most {MAX_MILLI // milli_per_unit}")
     raise InputError(f"{_shown(value)} is not a non-negative whole number", source=source,
@@ -233,7 +235,8 @@ def _shown(value: str) -> str:
 
 
 def _seconds(value: str, source: str, line: int, column: str) -> float:
-    if len(value) <= _MAX_TIME_CHARS and _DECIMAL.fullmatch(value) is not None:
+    if len(value) <= _MAX_TIME_CHARS and (
+            (value.isdigit() and value.isascii()) or _DECIMAL.fullmatch(value) is not None):
         seconds = float(value)
         if seconds <= _MAX_SECONDS:
             return seconds
