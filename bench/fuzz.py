@@ -12,6 +12,7 @@ exits 1 if anything crashed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import sys
 import tempfile
@@ -45,10 +46,8 @@ def _quantity(rng: random.Random, _tmp: Path) -> str:
     text = rng.choice(TOKENS) if rng.random() < 0.2 else "".join(
         rng.choice(_ALPHABET) for _ in range(rng.randint(0, 24)))
     for resource in ("cpu", "memory"):
-        try:
+        with contextlib.suppress(InputError):
             to_milli(resource, text)
-        except InputError:
-            pass
     return repr(text)
 
 
