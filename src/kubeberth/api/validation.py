@@ -7,9 +7,9 @@ raises :class:`InputError` whose ``field`` is the path upstream reports and whos
 upstream's ("Invalid value: ...", "Unsupported value: ...", "Required value").
 
 Covered today: object shape (metadata, spec and status are mappings), names (RFC 1123
-subdomain) and namespaces (RFC 1123 label), node taints and pod tolerations (keys, operators,
-effects), and int32 priorities. Quantities are checked where they are parsed
-(:mod:`kubeberth.api.quantity`).
+subdomain), namespaces (RFC 1123 label), labels (qualified keys, 63-character values), node
+taints and pod tolerations (keys, operators, effects), and int32 priorities. Quantities are
+checked where they are parsed (:mod:`kubeberth.api.quantity`).
 """
 
 from __future__ import annotations
@@ -122,6 +122,25 @@ def check_qualified_name(value: str, field: str) -> None:
         raise _invalid(field, value, QUALIFIED_RULE)
 
 
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+LABEL_VALUE_RULE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+
+
+def check_labels(labels: Mapping[str, str], field: str) -> None:
+    """Label keys are qualified names; values at most 63 characters of upstream's alphabet."""
+    for key, value in labels.items():
+        check_qualified_name(key, field)
+        if len(value) > 63:
+            raise _invalid(f"{field}.{key}", value, "must be no more than 63 characters")
+        if _LABEL_VALUE.fullmatch(value) is None:
+            raise _invalid(f"{field}.{key}", value, LABEL_VALUE_RULE)
+
+
 def check_int32(value: int, field: str) -> None:
     if not INT32_MIN <= value <= INT32_MAX:
         raise _invalid(field, value, f"must be a 32-bit integer ({INT32_MIN} to {INT32_MAX})")
@@ -138,6 +157,7 @@ def check_metadata(meta: ObjectMeta, *, namespaced: bool, fold_case: bool = Fals
         check_subdomain(meta.name, "metadata.name", fold_case=fold_case)
     if namespaced and meta.namespace:
         check_label(meta.namespace, "metadata.namespace", fold_case=fold_case)
+    check_labels(meta.labels, "metadata.labels")
 
 
 def check_taints(taints: Iterable[Taint], field: str) -> None:
