@@ -13,6 +13,9 @@ from typing import Any
 
 import msgspec
 
+from kubeberth.api.quantity import enc_hook
+
+# Readers that hold numbers (the openb CSV) put a quantity.Milli here: an int in milli-units.
 QuantityValue = int | float | str
 ResourceMap = dict[str, QuantityValue]
 
@@ -347,5 +350,5 @@ class ContainerStatus(_K8s):
 
 def to_dict(obj: msgspec.Struct) -> dict[str, Any]:
     """Encode a struct back to its Kubernetes JSON form (camelCase, defaults omitted)."""
-    result: dict[str, Any] = msgspec.to_builtins(obj)
+    result: dict[str, Any] = msgspec.to_builtins(obj, enc_hook=enc_hook)
     return result

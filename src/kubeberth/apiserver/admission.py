@@ -73,8 +73,9 @@ def validate(rt: ResourceType, obj: Obj) -> None:
 def _decode(rt: ResourceType, obj: Obj, name: str) -> None:
     data = obj
     if not obj["metadata"].get("name"):
-        # generateName objects get their name at insert; validate the rest now.
-        data = {**obj, "metadata": {**obj["metadata"], "name": name or "generated"}}
+        # generateName objects get their name at insert (checked there); validate the rest now
+        # under a stand-in name, since a prefix such as "worker-" is not a valid name itself.
+        data = {**obj, "metadata": {**obj["metadata"], "name": "generated"}}
     text = json.dumps(data)
     doc = Document(data=json.loads(text), source=Source(f"{rt.kind} {name}", text, is_json=True),
                    index=0, line=None)

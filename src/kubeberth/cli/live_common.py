@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 
 from kubeberth.api.durations import parse_duration
 from kubeberth.api.errors import InputError
@@ -209,7 +210,7 @@ def renamed(new: T | None, old: T | None, *, new_flag: str, old_flag: str) -> T 
 
 def fail(err: InputError) -> typer.Exit:
     """Print a bad-input error the CLI way; the caller raises the returned Exit."""
-    _err.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+    _err.print(f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True)
     return typer.Exit(2)
 
 

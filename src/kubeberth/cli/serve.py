@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from kubeberth.api.errors import InputError
 from kubeberth.cli.live_common import TlsCertFileOption, TlsPrivateKeyFileOption
@@ -59,7 +60,7 @@ def serve(
                                 tls_cert=tls_cert_file, tls_key=tls_private_key_file)
         server.start()
     except InputError as err:
-        _err.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        _err.print(f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     stop = stop_on_signals()
     try:

@@ -29,6 +29,13 @@ from kubeberth.api.objects import (
     PriorityClass,
 )
 from kubeberth.api.resources import node_allocatable, pod_requests, resource_map
+from kubeberth.api.validation import (
+    check_label,
+    check_shape,
+    validate_node,
+    validate_pod,
+    validate_priority_class,
+)
 from kubeberth.config.yamlsrc import STDIN, Document, convert, load_documents
 
 ANNOTATION_ARRIVAL = "kubeberth.io/arrival-seconds"
@@ -146,8 +153,7 @@ def load_manifests(paths: str | Path | Iterable[str | Path]) -> Manifests:
                 _remember(out, doc, kind, "", pc.metadata.name)
                 out.priority_classes.append(pc)
             elif kind == "Namespace":
-                ns = convert(doc, Namespace)
-                check_metadata(doc, ns.metadata, namespaced=False)
+                ns = _namespace(doc)
                 _remember(out, doc, kind, "", ns.metadata.name)
                 out.namespaces.append(ns)
             elif kind == "PodDisruptionBudget":
@@ -201,6 +207,8 @@ def _check_kind(doc: Document) -> str:
         shown = f"apiVersion {api!r}" if api is not None else "no apiVersion"
         raise doc.error(f"{kind} has {shown}", field="apiVersion",
                         expected="apiVersion: " + " or ".join(versions))
+    with doc.located():
+        check_shape(doc.data)
     return kind
 
 
@@ -228,6 +236,7 @@ def _where(doc: Document) -> str:
     return f"{doc.source.name}:{line}" if line is not None else doc.source.name
 
 
+# Names are checked as the API server checks them, upper case aside (api/validation.py says why).
 def _pod(doc: Document) -> Pod:
     pod = convert(doc, Pod)
     check_metadata(doc, pod.metadata, namespaced=True)
@@ -237,6 +246,7 @@ def _pod(doc: Document) -> Pod:
                         field="spec.preemptionPolicy",
                         expected=" or ".join(PREEMPTION_POLICIES))
     with doc.located():
+        validate_pod(pod, fold_case=True)
         pod_requests(pod)
         for kind, containers in (("containers", spec.containers),
                                  ("initContainers", spec.init_containers)):
@@ -250,6 +260,7 @@ def _node(doc: Document) -> Node:
     node = convert(doc, Node)
     check_metadata(doc, node.metadata, namespaced=False)
     with doc.located():
+        validate_node(node, fold_case=True)
         node_allocatable(node)
         resource_map(node.status.capacity, "status.capacity")
     return node
@@ -258,6 +269,8 @@ def _node(doc: Document) -> Node:
 def _priority_class(doc: Document) -> PriorityClass:
     pc = convert(doc, PriorityClass)
     check_metadata(doc, pc.metadata, namespaced=False)
+    with doc.located():
+        validate_priority_class(pc, fold_case=True)
     if pc.value > HIGHEST_USER_DEFINABLE_PRIORITY and not pc.metadata.name.startswith("system-"):
         raise doc.error(f"value {pc.value} is above the user-definable range", field="value",
                         expected=f"at most {HIGHEST_USER_DEFINABLE_PRIORITY} (higher values are "
@@ -291,6 +304,14 @@ def _pdb(doc: Document) -> PodDisruptionBudget:
     return pdb
 
 
+def _namespace(doc: Document) -> Namespace:
+    ns = convert(doc, Namespace)
+    check_metadata(doc, ns.metadata, namespaced=False)
+    with doc.located():
+        check_label(ns.metadata.name, "metadata.name", fold_case=True)
+    return ns
+
+
 def _is_percent(value: str) -> bool:
     return _PERCENT.fullmatch(value) is not None and int(value[:-1]) <= 100
 
@@ -313,7 +334,5 @@ def decode_object(
     if kind == "PodDisruptionBudget":
         return _pdb(doc)
     if kind == "Namespace":
-        ns = convert(doc, Namespace)
-        check_metadata(doc, ns.metadata, namespaced=False)
-        return ns
+        return _namespace(doc)
     return None
