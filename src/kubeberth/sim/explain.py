@@ -148,6 +148,7 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
         entry = _render(res, snap)
         if res.group is not None:
             entry["podGroup"] = res.group.group.key
+            entry["nodes"] = {}  # decided by the group's placements: see "podGroups"
             if all(g is not res.group for g in groups):
                 groups.append(res.group)
         pods.append(entry)
