@@ -318,3 +318,50 @@ def test_scheduler_plugins_117_713_shape_does_not_deadlock(tmp_path: Path) -> No
     free = 16 - gpus_requested(snap)
     assert all(sizes[j] > free for j in range(60) if j not in whole)
     assert gpus_requested(snap) >= 16 - max(sizes)
+
+
+# ---- out-of-tree placement plugins ---------------------------------------------------------------
+OOT = "tests.scheduling.podgroups.oot_plugins"
+
+
+def test_out_of_tree_placement_score_plugin_weighs_in(tmp_path: Path) -> None:
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+              "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"plugins": {"placementScore": {"enabled": [
+                  {"name": "PreferRack", "weight": 5}]}},
+                  "pluginConfig": [{"name": "PreferRack", "args": {"rack": "rack-a"}}]}]}
+    cfg = load_scheduler_config(write(tmp_path, [config], "c.yaml"))
+    registry = in_tree_registry().with_out_of_tree([f"{OOT}:PreferRack"])
+    members = [pod(f"w{i}", "train", gpus=4) for i in range(3)]
+    m = load_manifests([write(tmp_path, [*racks(), pod_group("train", 3, RACK), *members])])
+    (g,) = explain(m, cfg, registry)["podGroups"]
+    assert g["chosenPlacement"] == f"{RACK}=rack-a"
+    a = g["placements"][0]
+    assert a["scores"]["PreferRack"] == {"raw": 100, "normalized": 100, "weighted": 500}
+
+
+def test_out_of_tree_pod_group_post_filter_victims_are_evicted(tmp_path: Path) -> None:
+    blocker = pod("blocker", None, gpus=8, node_name="n2")
+    blocker["metadata"]["labels"] = {"blocker": "yes"}
+    docs = [node("n1"), node("n2"), blocker, pod_group("big", 2),
+            *[pod(f"w{i}", "big", gpus=8) for i in range(2)]]
+    m = load_manifests([write(tmp_path, docs)])
+    cfg = load_scheduler_config(write(tmp_path, [{
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"plugins": {"podGroupPostFilter": {"enabled": [
+            {"name": "EvictBlockers"}]}}}]}], "c.yaml"))
+    snap, pending = build_state(m)
+    evicted: list[str] = []
+
+    def evict(victim: PodInfo, _by: PodInfo) -> None:
+        evicted.append(victim.key)
+        snap.remove_pod(victim)
+
+    sched = Scheduler(cfg, in_tree_registry().with_out_of_tree([f"{OOT}:EvictBlockers"]), snap,
+                      clock=lambda: 0.0, binder=lambda _p, _n: SUCCESS, evictor=evict)
+    for pi in pending:
+        sched.add(pi)
+    assert drain(sched) == []
+    assert evicted == ["default/blocker"]
+    sched.queue.activate(["default/w0", "default/w1"])
+    assert sorted(drain(sched)) == ["default/w0", "default/w1"]
