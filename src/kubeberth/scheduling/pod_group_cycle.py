@@ -153,6 +153,11 @@ class PodGroupCycle:
         info = PodGroupInfo(group, [q.info for q in qpis], scheduled)
         out = GroupOutcome(group, fw.profile_name, [q.info.key for q in qpis],
                            [m.key for m in scheduled])
+        names = sorted({q.info.pod.spec.scheduler_name for q in qpis})
+        if len(names) > 1:
+            msg = (f"pod group {group.key}: its pods name different schedulers "
+                   f"({', '.join(names)}); all pods of a pod group must share spec.schedulerName")
+            return self._fail(out, qpis, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,)), msg)
         pfw = self.placement[fw.profile_name]
         gstate = CycleState()
         parent = Placement("", snap.node_ids())

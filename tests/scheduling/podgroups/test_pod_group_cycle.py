@@ -365,3 +365,47 @@ def test_out_of_tree_pod_group_post_filter_victims_are_evicted(tmp_path: Path) -
     assert evicted == ["default/blocker"]
     sched.queue.activate(["default/w0", "default/w1"])
     assert sorted(drain(sched)) == ["default/w0", "default/w1"]
+
+
+def test_pods_of_one_group_must_share_the_scheduler(tmp_path: Path) -> None:
+    other = pod("w1", "train")
+    other["spec"]["schedulerName"] = "second"
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+              "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "default-scheduler"},
+                           {"schedulerName": "second"}]}
+    out = run(tmp_path, [node("n1"), pod_group("train", 2), pod("w0", "train"), other], config)
+    (g,) = out["podGroups"]
+    assert g["result"] == "Unschedulable" and "must share spec.schedulerName" in g["message"]
+    assert all(p["selectedNode"] is None for p in out["pods"])
+
+
+def test_basic_group_places_what_fits(tmp_path: Path) -> None:
+    out = run(tmp_path, [node("n1"), pod_group("b", None),
+                         *[pod(f"w{i}", "b", gpus=8) for i in range(3)]])
+    (g,) = out["podGroups"]
+    assert (g["policy"], g["minCount"], g["result"]) == ("Basic", 1, "Scheduled")
+    results = by_pod(out)
+    assert sorted(r["result"] for k, r in results.items()) == \
+        ["Scheduled", "Unschedulable", "Unschedulable"]
+
+
+def test_gang_binds_min_count_when_not_all_fit(tmp_path: Path) -> None:
+    out = run(tmp_path, [node("n1"), pod_group("g", 2),
+                         *[pod(f"w{i}", "g", gpus=4) for i in range(3)]])
+    (g,) = out["podGroups"]
+    assert g["result"] == "Scheduled"
+    (placement,) = g["placements"]
+    assert placement["feasibility"] == "Success" and placement["failedPod"] == "default/w2"
+    assert placement["failedPlugin"] == "NodeResourcesFit"
+    assert [by_pod(out)[f"default/w{i}"]["result"] for i in range(3)] == \
+        ["Scheduled", "Scheduled", "Unschedulable"]
+
+
+def test_scheduled_members_pin_the_topology_domain(tmp_path: Path) -> None:
+    bound = pod("w0", "train", gpus=1, node_name="a1")
+    out = run(tmp_path, [*racks(), bound, pod_group("train", 1, RACK), pod("w1", "train")])
+    (g,) = out["podGroups"]
+    assert g["scheduledBefore"] == ["default/w0"]
+    assert [p["name"] for p in g["placements"]] == [f"{RACK}=rack-a"]
+    assert by_pod(out)["default/w1"]["selectedNode"] in ("a1", "a2")
