@@ -409,3 +409,54 @@ def test_scheduled_members_pin_the_topology_domain(tmp_path: Path) -> None:
     assert g["scheduledBefore"] == ["default/w0"]
     assert [p["name"] for p in g["placements"]] == [f"{RACK}=rack-a"]
     assert by_pod(out)["default/w1"]["selectedNode"] in ("a1", "a2")
+
+
+# ---- plugin units over a real state ------------------------------------------------------------
+def _state(tmp: Path, docs: list[dict[str, Any]]) -> tuple[ClusterState, list[PodInfo]]:
+    return build_state(load_manifests([write(tmp, docs)]))
+
+
+def test_topology_generator_one_placement_per_domain(tmp_path: Path) -> None:
+    from kubeberth.config.workload_api import NativeGroup
+    from kubeberth.scheduling.plugins.topology_placement import TopologyPlacementGenerator
+    snap, _ = _state(tmp_path, [node("b1", "rack-b"), node("a1", "rack-a"), node("x"),
+                                node("a2", "rack-a")])
+    gen = TopologyPlacementGenerator()
+    parent = Placement("", snap.node_ids())
+    racked = PodGroupInfo(NativeGroup("ns", "g", True, 1, topology_key=RACK), [])
+    found, st = gen.generate_placements(CycleState(), racked, parent, snap)
+    assert st.ok
+    assert [(p.name, [snap.node_names[n] for n in p.nodes]) for p in found] == [
+        (f"{RACK}=rack-a", ["a1", "a2"]), (f"{RACK}=rack-b", ["b1"])]
+    plain = PodGroupInfo(NativeGroup("ns", "g", True, 1), [])
+    assert gen.generate_placements(CycleState(), plain, parent, snap) == ([parent], SUCCESS)
+
+
+def test_topology_generator_rejects_members_in_two_domains(tmp_path: Path) -> None:
+    from kubeberth.config.workload_api import NativeGroup
+    from kubeberth.scheduling.plugins.topology_placement import TopologyPlacementGenerator
+    snap, _ = _state(tmp_path, [node("a1", "rack-a"), node("b1", "rack-b"),
+                                pod("p0", None, node_name="a1"), pod("p1", None, node_name="b1")])
+    members = list(snap.pods.values())
+    info = PodGroupInfo(NativeGroup("ns", "g", True, 1, topology_key=RACK), [], members)
+    found, st = TopologyPlacementGenerator().generate_placements(
+        CycleState(), info, Placement("", snap.node_ids()), snap)
+    assert found == [] and st.code == Code.ERROR and "more than 1 domain" in st.message()
+
+
+def test_node_resources_fit_score_placement_is_most_allocated_over_the_placement(
+        tmp_path: Path) -> None:
+    from kubeberth.config.workload_api import NativeGroup
+    from kubeberth.scheduling.plugins.node_resources_fit import new as new_fit
+    snap, pending = _state(tmp_path, [
+        node("a1", cpu="10"), node("a2", cpu="10"),
+        pod("busy", None, node_name="a1", cpu="4"), pod("w0", None, cpu="2")])
+    fit = new_fit({"scoringStrategy": {"type": "LeastAllocated", "resources": [
+        {"name": "cpu", "weight": 1}, {"name": GPU, "weight": 2}]}}, None)  # type: ignore[arg-type]
+    (w0,) = pending
+    a = PodGroupAssignments(Placement("p", snap.node_ids()), [(w0, 1)])
+    info = PodGroupInfo(NativeGroup("ns", "g", True, 1), [w0])
+    score, st = fit.score_placement(CycleState(), info, a, snap)
+    # cpu: (4 + 2) of 20 cores = 30; GPUs: 1 + 1 (busy) of 16 = 12 (12.5 truncated), weight 2:
+    # (30 + 2*12) / 3 = 18.
+    assert st.ok and score == (30 + 2 * 12) // 3
