@@ -44,6 +44,7 @@ from kubeberth.scheduling.framework.placement import (
 )
 from kubeberth.scheduling.framework.runtime import Framework
 from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
+from kubeberth.state.cluster import PodInfo
 
 if TYPE_CHECKING:
     from kubeberth.scheduling.scheduler import Scheduler
@@ -126,13 +127,22 @@ class PodGroupCycle:
             self.placement[fw.profile_name] = pfw
 
     # ---- queue side ------------------------------------------------------------------------
-    def siblings_ready(self, pod_key: str, group_key: str) -> None:
-        """A new member may have completed its group: let PreEnqueue judge the gated
-        siblings again (upstream's Pod/Add event for GangScheduling)."""
-        members = self.sched.snapshot.objects.native_members(group_key)
-        others = [k for k in members if k != pod_key]
-        if others:
-            self.sched.queue.activate(others)
+    def siblings_ready(self, pod: PodInfo) -> None:
+        """A new member may have completed its group: siblings GangScheduling kept out of
+        the queue are judged again (upstream's Pod/Add event for GangScheduling); siblings that
+        failed for other reasons stay where they are."""
+        objects = self.sched.snapshot.objects
+        group = objects.native_group(pod)
+        if group is None:
+            return
+        members = objects.native_members(group.key)
+        if len(members) < group.min_count:
+            return
+        queue = self.sched.queue
+        gated = [k for k in members if k != pod.key
+                 and (q := queue.get(k)) is not None and q.gated]
+        if gated:
+            queue.activate(gated)
 
     # ---- the cycle -------------------------------------------------------------------------
     def run(self, fw: Framework, first: QueuedPodInfo, group: NativeGroup) -> GroupOutcome:

@@ -226,9 +226,8 @@ class Scheduler:
 
     def add(self, pod: PodInfo) -> None:
         self.queue.add(pod)
-        group = self.snapshot.objects.native_group_name(pod)
-        if group:
-            self.groups.siblings_ready(pod.key, group)
+        if self.snapshot.objects.native_group_name(pod):
+            self.groups.siblings_ready(pod)
 
     # ---- scheduling cycle ------------------------------------------------------------------
     def schedule_one(self, *, record: bool = False) -> CycleResult | None:

@@ -460,3 +460,15 @@ def test_node_resources_fit_score_placement_is_most_allocated_over_the_placement
     # cpu: (4 + 2) of 20 cores = 30; GPUs: 1 + 1 (busy) of 16 = 12 (12.5 truncated), weight 2:
     # (30 + 2*12) / 3 = 18.
     assert st.ok and score == (30 + 2 * 12) // 3
+
+
+def test_the_pod_completing_a_group_releases_its_gated_siblings(tmp_path: Path) -> None:
+    sched, snap = scheduler_for(tmp_path, [node("n1"), pod_group("g", 3),
+                                           *[pod(f"w{i}", "g") for i in range(2)]])
+    assert [q.info.key for q in sched.queue.gated_pods()] == ["default/w0", "default/w1"]
+    assert drain(sched) == []
+    (late,) = build_state(load_manifests([write(tmp_path, [pod("w2", "g")], "late.yaml")]))[1]
+    snap.objects.pod_created(late)
+    sched.add(late)
+    assert sched.queue.gated_pods() == []
+    assert sorted(drain(sched)) == ["default/w0", "default/w1", "default/w2"]
