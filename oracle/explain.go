@@ -47,9 +47,6 @@ type nodeEntry struct {
 	Total    int64              `json:"total"`
 	Feasible bool               `json:"feasible"`
 	Scored   bool               `json:"scored"`
-	// Oracle-only: on a node with nominated pods, each Filter's verdict without them (filter
-	// holds the verdict as upstream's two-pass RunFilterPluginsWithNominatedPods gives it).
-	FilterIgnoringNominated map[string]verdict `json:"filterIgnoringNominated,omitempty"`
 }
 
 type podEntry struct {
@@ -69,9 +66,6 @@ type podEntry struct {
 	// status.startTime counts as started "now" at each comparison, so the order of such pods of
 	// equal priority is arbitrary.
 	VictimsOrderUndefined bool `json:"victimsOrderUndefined,omitempty"`
-	// The FitError text if a node that fails without its nominated pods reported that status
-	// instead of the with-nominated-pods one upstream reports (set only when it differs).
-	MessageNominatedLast string `json:"messageNominatedLast,omitempty"`
 }
 
 type explainOutput struct {
@@ -125,7 +119,6 @@ type explainer struct {
 	hints   map[string]string
 	podByID map[string]*v1.Pod
 	next    int // upstream's nextStartNodeIndex
-	alt     map[string]*fwk.Status
 }
 
 func newExplainer(ctx context.Context, c *cluster, cfg *config.KubeSchedulerConfiguration, hints map[string]string) (*explainer, error) {
@@ -321,7 +314,6 @@ func (e *explainer) schedule(pod *v1.Pod, run *profileRun) (*podEntry, error) {
 		entry.Result, entry.Message = "Error", msg
 		return entry, nil
 	}
-	e.alt = nil
 	if len(allNodes) == 0 {
 		entry.Result, entry.Message = "Unschedulable", "no nodes available to schedule pods"
 		return entry, nil
@@ -356,7 +348,6 @@ func (e *explainer) schedule(pod *v1.Pod, run *profileRun) (*podEntry, error) {
 			toFind = 1
 		}
 		processed, cut := 0, false
-		alt := map[string]*fwk.Status{}
 		for i := range nodes {
 			info := nodes[(e.next+i)%len(nodes)]
 			ne := entry.Nodes[info.Node().Name]
@@ -369,21 +360,10 @@ func (e *explainer) schedule(pod *v1.Pod, run *profileRun) (*podEntry, error) {
 					continue
 				}
 				ne.Filter[pl.Name()] = verdictOf(e.filterOne(pl, state, pod, info, added, nState, nInfo))
-				if added {
-					if ne.FilterIgnoringNominated == nil {
-						ne.FilterIgnoringNominated = map[string]verdict{}
-					}
-					ne.FilterIgnoringNominated[pl.Name()] = verdictOf(pl.Filter(e.ctx, state, pod, info))
-				}
 			}
 			st := fw.RunFilterPluginsWithNominatedPods(e.ctx, state, pod, info)
 			if st.Code() == fwk.Error {
 				return fail(st.AsError().Error())
-			}
-			if added && !st.IsSuccess() {
-				if without := fw.RunFilterPlugins(e.ctx, state, pod, info); !without.IsSuccess() {
-					alt[info.Node().Name] = without
-				}
 			}
 			ne.Feasible = st.IsSuccess()
 			if cut {
@@ -408,7 +388,6 @@ func (e *explainer) schedule(pod *v1.Pod, run *profileRun) (*podEntry, error) {
 			}
 		}
 		e.next = (e.next + processed) % len(allNodes)
-		e.alt = alt
 	}
 
 	if len(feasible) == 0 {
@@ -427,6 +406,10 @@ func (e *explainer) schedule(pod *v1.Pod, run *profileRun) (*podEntry, error) {
 		for i, info := range feasible {
 			raw, st := fw.RunRawScorePlugins(e.ctx, state, pod, info)
 			if !st.IsSuccess() {
+				// The error as schedulePod reports it: RunScorePlugins' own wording.
+				if _, all := fw.RunScorePlugins(e.ctx, state, pod, feasible); !all.IsSuccess() {
+					return fail(all.AsError().Error())
+				}
 				return fail(st.AsError().Error())
 			}
 			scores[i] = fwk.NodePluginScores{Name: info.Node().Name, RawScores: raw}
@@ -522,21 +505,6 @@ func (e *explainer) postFilter(entry *podEntry, run *profileRun, state fwk.Cycle
 	}
 	fitErr.Diagnosis.PostFilterMsg = options[chosen].msg
 	entry.Message = fitErr.Error()
-	if len(e.alt) > 0 {
-		altDiag := fitErr.Diagnosis
-		altDiag.NodeToStatus = framework.NewDefaultNodeToStatus()
-		altDiag.NodeToStatus.SetAbsentNodesStatus(fitErr.Diagnosis.NodeToStatus.AbsentNodesStatus())
-		fitErr.Diagnosis.NodeToStatus.ForEachExplicitNode(func(name string, st *fwk.Status) {
-			if a, ok := e.alt[name]; ok {
-				st = a
-			}
-			altDiag.NodeToStatus.Set(name, st)
-		})
-		altErr := &framework.FitError{Pod: pod, NumAllNodes: numAll, Diagnosis: altDiag}
-		if m := altErr.Error(); m != entry.Message {
-			entry.MessageNominatedLast = m
-		}
-	}
 	if chosen == "" {
 		return entry, nil
 	}

@@ -70,12 +70,22 @@ def test_explain_json_contract(files: Path) -> None:
     assert small["pod"] == "default/small" and small["selectedNode"] == "n1"
     assert small["nodes"]["n2"]["filter"]["TaintToleration"] == {
         "code": "UnschedulableAndUnresolvable",
-        "reasons": ["node(s) had untolerated taint {gpu: true}"]}
-    assert set(small["nodes"]["n1"]["score"]) >= {"NodeResourcesFit", "TaintToleration"}
+        "reasons": ["node(s) had untolerated taint(s)"]}
+    # n1 is the lone feasible node: taken without PreScore/Score, as upstream does.
+    assert small["nodes"]["n1"]["scored"] is False and small["nodes"]["n1"]["score"] == {}
     assert large["result"] == "Unschedulable" and large["selectedNode"] is None
     assert large["message"].startswith("0/2 nodes are available:")
     assert "Insufficient cpu" in large["message"]
-    entry = small["nodes"]["n1"]["score"]["NodeResourcesFit"]
+    tolerant = files / "tolerant.yaml"
+    tolerant.write_text(PODS.split("---")[0].replace("name: small", "name: tolerant").replace(
+        "spec:\n", "spec:\n  tolerations: [{key: gpu, operator: Exists}]\n"))
+    code, out, _ = invoke("explain", "-f", str(files / "cluster.yaml"), "-f", str(tolerant),
+                          "-o", "json")
+    assert code == 0
+    (scored,) = json.loads(out)["pods"]
+    assert all(n["scored"] for n in scored["nodes"].values())
+    assert set(scored["nodes"]["n1"]["score"]) >= {"NodeResourcesFit", "TaintToleration"}
+    entry = scored["nodes"]["n1"]["score"]["NodeResourcesFit"]
     assert set(entry) == {"raw", "normalized", "weighted"}
 
 
@@ -100,6 +110,29 @@ def test_simulate_writes_outputs_and_is_deterministic(files: Path, tmp_path: Pat
     summary = json.loads((outs[0] / "summary.json").read_text())
     assert summary["pods"]["total"] == 2
     assert summary["unscheduledPods"] == ["default/large"]
+
+
+def test_simulate_reports_a_score_error_as_the_pods_pending_reason(files: Path,
+                                                                   tmp_path: Path) -> None:
+    """A configuration that disables every PreScore makes upstream's TaintToleration Score fail:
+    the attempt is an error, the pod stays unscheduled with that error as its reason."""
+    config = tmp_path / "sched.yaml"
+    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\n"
+                      "kind: KubeSchedulerConfiguration\n"
+                      "profiles:\n- plugins: {preScore: {disabled: [{name: '*'}]}}\n")
+    workload = tmp_path / "tolerant.yaml"
+    workload.write_text(PODS.split("---")[0].replace(
+        "spec:\n", "spec:\n  tolerations: [{key: gpu, operator: Exists}]\n"))
+    out = tmp_path / "out"
+    code, stdout, _ = invoke("simulate", "--cluster", str(files / "cluster.yaml"),
+                             "--workload", str(workload), "--config", str(config),
+                             "--out-dir", str(out), "-q")
+    assert code == 0, stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["unscheduledPods"] == ["default/small"]
+    assert summary["attempts"]["error"] >= 1
+    assert summary["pendingReasons"]["default/small"].startswith(
+        'running Score plugins: plugin "TaintToleration" failed with: failed to read')
 
 
 @pytest.mark.parametrize(("content", "needle"), [

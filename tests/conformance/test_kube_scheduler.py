@@ -23,7 +23,14 @@ from kubeberth.cli.main import app
 from kubeberth.scheduling.framework.queue import backoff_duration
 from kubeberth.scheduling.framework.runtime import num_feasible_nodes_to_find
 
-from .casefiles import load_cases, newest, node_manifest, pdb_manifest, pod_manifest
+from .casefiles import (
+    load_cases,
+    newest,
+    newest_expectation,
+    node_manifest,
+    pdb_manifest,
+    pod_manifest,
+)
 from .fairshare import capacity_pre_filter_codes, proportion_deserved
 
 CASES = load_cases("kube-scheduler")
@@ -106,7 +113,7 @@ def test_score_case(case: dict[str, Any], tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("case", _ids("filter"), ids=lambda c: c["id"])
 def test_filter_case(case: dict[str, Any], tmp_path: Path) -> None:
-    expect = newest(case["expect"])
+    expect = newest_expectation(case)
     pod = _pod(run_explain(case, tmp_path))
     for node, verdict in expect["verdicts"].items():
         got = pod["nodes"][node]["filter"][case["plugin"]]

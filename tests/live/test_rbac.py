@@ -40,6 +40,7 @@ from tests.live.spillenv import (
     vk_node,
 )
 
+from kubeberth.admission.checks import CheckRegistry, CheckRequest, Verdict
 from kubeberth.api.objects import to_dict
 from kubeberth.apiserver.audit import Access
 from kubeberth.descheduling.policy import load_descheduler_policy
@@ -246,7 +247,59 @@ kind: WorkloadPriorityClass
 metadata: {name: high}
 value: 1000
 ---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: AdmissionCheck
+metadata: {name: veto}
+spec: {controllerName: example.com/veto}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: vetted}
+spec:
+  namespaceSelector: {}
+  admissionChecks: [veto]
+  resourceGroups:
+  - coveredResources: [cpu, nvidia.com/gpu]
+    flavors:
+    - name: a100
+      resources:
+      - {name: cpu, nominalQuota: 64}
+      - {name: nvidia.com/gpu, nominalQuota: 4}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: vetted, namespace: team-a}
+spec: {clusterQueue: vetted}
+---
 """
+
+VETOED = """apiVersion: kueue.x-k8s.io/v1beta1
+kind: Workload
+metadata: {name: vetoed, namespace: team-a}
+spec:
+  queueName: vetted
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        containers:
+        - {name: c, resources: {requests: {nvidia.com/gpu: "1"}}}
+"""
+
+
+class Veto:
+    """An admission check controller that rejects every workload: Kueue deactivates it."""
+
+    NAME = "example.com/veto"
+
+    @staticmethod
+    def parse_args(parameters: Any) -> None:
+        return None
+
+    @staticmethod
+    def evaluate(args: None, request: CheckRequest) -> Verdict:
+        return Verdict("Rejected", "vetoed")
 
 
 def queued_job(name: str, gpus: int, priority: str = "") -> str:
@@ -313,15 +366,16 @@ def _admission(live: Live, tmp_path: Path, token: str, version: str | None) -> N
     """Informers (every Kueue kind, namespaces, priority classes, queue-labelled Jobs and
     pods), leader election, Workloads created for a Job and a pod, their status, ClusterQueue
     and LocalQueue status written, the Job started and the pod ungated, then a higher-priority
-    Job preempting both: the Job stopped, the pod deleted; Events; one 409 each on a Job, a
-    pod and a Workload status patch, so each is read back. ``version``: the Kueue version read
-    (None: the served one the controller finds, v1beta1 here)."""
+    Job preempting both: the Job stopped, the pod deleted; a Workload an admission check
+    rejects, deactivated; Events; one 409 each on a Job, a pod and a Workload status patch, so
+    each is read back. ``version``: the Kueue version read (None: the served one the
+    controller finds, v1beta1 here)."""
     live.serve(write(tmp_path / "cluster.yaml", node("a100-0", 4, 64, "{gpu: a100}")),
                audit=True)
     live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
     client = ConflictingClient(live, token)
     ctl = LiveAdmission(client, elector=elector(live.client(token), "admission"),
-                        version=version)
+                        version=version, checks=CheckRegistry({Veto.NAME: Veto()}))
     assert ctl.version == (version or "v1beta1")
     start(live, ctl)
     wait_for(ctl.ready, "the admission controller's caches")
@@ -337,6 +391,8 @@ def _admission(live: Live, tmp_path: Path, token: str, version: str | None) -> N
                                           queued_job("high", 4, "high"))))
     wait_for(lambda: did("stop", "team-a/job-low"), "the low Job stopped")
     wait_for(lambda: "team-a/solo" not in live.pods(), "the preempted pod deleted")
+    live.kubectl("apply", "-f", str(write(tmp_path / "vetoed.yaml", VETOED)))
+    wait_for(lambda: did("deactivate", "team-a/vetoed"), "the rejected Workload deactivated")
     assert sorted(client.raced) == ["Job", "Pod", "Workload"]
     assert ctl.conflicts >= 3
     live.stop_controller(ctl)  # type: ignore[arg-type]  # flushes the Events

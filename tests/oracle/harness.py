@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -33,24 +32,7 @@ Json = dict[str, Any]
 
 # Known kubeberth bugs the oracle found (tests/oracle/test_known_bugs.py holds a strict xfail
 # repro of each). ``normalise`` hides them only while they are listed here.
-KNOWN_BUGS = {
-    "taint-reason": "TaintToleration's Filter reason names the taint; upstream v1.37 says "
-                    "'node(s) had untolerated taint(s)'",
-    "lone-node-scored": "explain scores a lone feasible node; upstream's schedulePod takes it "
-                        "without running PreScore/Score, so no scores exist",
-    "preemption-success-message": "after a successful preemption upstream's FitError message ends "
-                                  "with PostFilter's 'preemption: found a potential placement for "
-                                  "pod on node N, preempting K victims'; kubeberth drops it",
-    "nominated-verdicts": "explain's per-plugin Filter verdicts ignore nominated pods; upstream "
-                          "runs the Filters with the node's nominated pods of equal or higher "
-                          "priority added first, so a node can be infeasible with every verdict "
-                          "Success",
-    "nominated-status-order": "for a node with nominated pods kubeberth runs the Filters without "
-                              "them first and keeps that status when it fails; upstream runs "
-                              "with them first, so its FitError reasons for that node differ",
-}
-_PREEMPTED = re.compile(r" preemption: found a potential placement for pod on node \S+, "
-                        r"preempting \d+ victims$")
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def _stale() -> bool:
@@ -141,10 +123,7 @@ def normalise(kb: Json, oracle: Json, bugs: set[str] | None = None) -> tuple[Jso
     def pod_view(p: Json) -> Json:
         nodes = {}
         for name, n in (p.get("nodes") or {}).items():
-            verdicts = n["filter"]
-            if "nominated-verdicts" in bugs and "filterIgnoringNominated" in n:
-                verdicts = n["filterIgnoringNominated"]
-            filt = _strip_plugins(verdicts, unmodelled)
+            filt = _strip_plugins(n["filter"], unmodelled)
             if "NodeResourcesFit" in filt:
                 # Not a deviation: upstream checks extended resources in map order, so the
                 # order of their "Insufficient <resource>" reasons is random; sorted here.
@@ -152,22 +131,11 @@ def normalise(kb: Json, oracle: Json, bugs: set[str] | None = None) -> tuple[Jso
                 fixed = [r for r in v["reasons"] if not _is_scalar_reason(r)]
                 filt["NodeResourcesFit"] = {"code": v["code"], "reasons": fixed + sorted(
                     r for r in v["reasons"] if _is_scalar_reason(r))}
-            if "taint-reason" in bugs and "TaintToleration" in filt:
-                v = filt["TaintToleration"]
-                if v["code"] != "Success":
-                    filt["TaintToleration"] = {"code": v["code"], "reasons": [
-                        _TAINT.sub("node(s) had untolerated taint(s)", r) for r in v["reasons"]]}
             dropped = sum(v["weighted"] for k, v in n["score"].items() if k in unmodelled)
             nodes[name] = {"filter": filt, "score": _strip_plugins(n["score"], unmodelled),
                            "total": n["total"] - dropped, "feasible": n["feasible"],
                            "scored": n["scored"]}
         message = p.get("message") or ""
-        if "nominated-status-order" in bugs and p.get("messageNominatedLast"):
-            message = p["messageNominatedLast"]
-        if "taint-reason" in bugs:
-            message = _taint_message(message)
-        if "preemption-success-message" in bugs:
-            message = _PREEMPTED.sub("", message)
         return {"pod": p["pod"], "result": p["result"], "selectedNode": p.get("selectedNode"),
                 "nominatedNode": p.get("nominatedNode"), "victims": list(p.get("victims", [])),
                 "message": message, "nodes": nodes}
@@ -181,35 +149,12 @@ def normalise(kb: Json, oracle: Json, bugs: set[str] | None = None) -> tuple[Jso
         # status.startTime (the oracle says when), so those lists are compared as sets.
         if raw.get("victimsOrderUndefined"):
             a["victims"], b["victims"] = sorted(a["victims"]), sorted(b["victims"])
-        if "lone-node-scored" in bugs and not any(n["scored"] for n in b["nodes"].values()):
-            scored = [n for n in a["nodes"].values() if n["scored"]]
-            if len(scored) == 1 and b["selectedNode"] == a["selectedNode"]:
-                scored[0].update(score={}, total=0, scored=False)
     return {"pods": left}, {"pods": right}
 
 
 def _is_scalar_reason(reason: str) -> bool:
     return reason.startswith("Insufficient ") and reason not in (
         "Insufficient cpu", "Insufficient memory", "Insufficient ephemeral-storage")
-
-
-_HISTOGRAM = re.compile(r"(\d+/\d+ nodes are available: )(.*?)\.(?= |$)")
-_TAINT = re.compile(r"node\(s\) had untolerated taint(\(s\)| \{[^}]*\})$")
-
-
-def _taint_message(message: str) -> str:
-    """The FitError text as upstream v1.37 words it: every untolerated-taint reason is one
-    histogram entry (upstream's reason no longer names the taint), entries sorted as strings."""
-    def merge(m: re.Match[str]) -> str:
-        counts: dict[str, int] = {}
-        for item in m.group(2).split(", "):
-            count, _, reason = item.partition(" ")
-            if not count.isdigit():
-                return m.group(0)
-            reason = _TAINT.sub("node(s) had untolerated taint(s)", reason)
-            counts[reason] = counts.get(reason, 0) + int(count)
-        return m.group(1) + ", ".join(sorted(f"{c} {r}" for r, c in counts.items())) + "."
-    return _HISTOGRAM.sub(merge, message)
 
 
 def differences(a: Any, b: Any, path: str = "") -> list[str]:

@@ -1,7 +1,8 @@
-"""Minimal repros of the kubeberth bugs the upstream oracle found, one per entry of
-``harness.KNOWN_BUGS``. Each compares with every normalisation but its own, so it fails while the
-bug is there (strict xfail); when kubeberth is fixed it passes, which fails the run until the
-entry and its normalisation are removed.
+"""Minimal repros of the kubeberth bugs the upstream oracle found. An open bug is an entry of
+``harness.KNOWN_BUGS`` with its repro in ``REPROS``, compared with every normalisation but its
+own, so it fails while the bug is there (strict xfail); when kubeberth is fixed it passes, which
+fails the run until the entry and its normalisation are removed and the repro joins ``FIXED``
+(or a test of its own below), where it must agree with upstream.
 """
 
 from __future__ import annotations
@@ -40,20 +41,28 @@ def _pod(name: str, cpu: str = "100m", node: str | None = None, priority: int | 
     return doc
 
 
-REPROS: dict[str, list[dict[str, Any]]] = {
-    # Two nodes so that the lone-node bug does not also apply.
+REPROS: dict[str, list[dict[str, Any]]] = {}
+
+# Were known bugs; each repro now agrees with upstream.
+FIXED: dict[str, list[dict[str, Any]]] = {
+    # Upstream v1.37's TaintToleration reason does not name the taint. Two untainted nodes so
+    # that the lone-node rule does not also apply.
     "taint-reason": [_node("a"), _node("b", taints=[{"key": "gpu", "value": "true",
                                                       "effect": "NoSchedule"}]),
                      _node("c"), _pod("p")],
+    # schedulePod takes a lone feasible node without PreScore/Score.
     "lone-node-scored": [_node("a"), _pod("p")],
+    # The FitError ends with PostFilter's message after a successful preemption too.
     "preemption-success-message": [_node("a", cpu="1"), _node("b", cpu="1"),
                                    _pod("low", cpu="1", node="a", priority=0),
                                    _pod("low2", cpu="1", node="b", priority=0),
                                    _pod("high", cpu="1", priority=100)],
-    # high preempts low and is nominated to a; mid is then judged on a with high counted.
+    # high preempts low and is nominated to a; mid is then judged on a with high counted, in
+    # each plugin's verdict too.
     "nominated-verdicts": [_node("a", cpu="2", pods="1"), _node("b", cpu="0"),
                            _pod("low", cpu="2", node="a", priority=0),
                            _pod("high", cpu="1", priority=100), _pod("mid", priority=10)],
+    # The node's status is the one with its nominated pods counted when that run fails.
     "nominated-status-order": [_node("a", cpu="2", gpus=1), _node("b", cpu="0"),
                                _pod("low", cpu="2", node="a", priority=0),
                                _pod("high", cpu="1", priority=100),
@@ -71,6 +80,11 @@ def test_known_bug(bug: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
     compare(tmp_path, REPROS[bug], None, bugs=set(KNOWN_BUGS) - {bug})
 
 
+@pytest.mark.parametrize("bug", sorted(FIXED))
+def test_fixed_bug(bug: str, tmp_path: Path) -> None:
+    compare(tmp_path, FIXED[bug], None)
+
+
 def test_a_victim_without_a_start_time_counts_as_started_now(tmp_path: Path) -> None:
     """Was a known bug: upstream's GetPodStartTime reads a missing startTime as now, so that
     pod is the newest and goes first among equal priorities."""
@@ -84,3 +98,28 @@ def test_node_name_filters_every_node_for_a_pod_without_one(tmp_path: Path) -> N
     """Was a known bug: NodeName's PreFilter skipped pods without spec.nodeName; upstream
     v1.37's succeeds, so its Filter verdict is on every node."""
     compare(tmp_path, [_node("a"), _node("b"), _pod("p")], None)
+
+
+_NO_PRE_SCORE = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+                 "kind": "KubeSchedulerConfiguration",
+                 "profiles": [{"schedulerName": "default-scheduler",
+                               "plugins": {"preScore": {"disabled": [{"name": "*"}]}}}]}
+
+
+def test_score_without_its_pre_score_state_fails_the_pods_cycle(tmp_path: Path) -> None:
+    """Was a crash (#14): with every PreScore disabled upstream's TaintToleration Score fails
+    reading its state and the pod's cycle ends in that Error; a lone feasible node is taken
+    without Score and schedules."""
+    compare(tmp_path, [_node("a"), _node("b", cpu="1"), _pod("p"), _pod("big", cpu="3")],
+            _NO_PRE_SCORE)
+
+
+@pytest.mark.parametrize("plugin", ["PodTopologySpread", "InterPodAffinity",
+                                    "NodeResourcesFit"])
+def test_one_score_plugin_without_its_pre_score(plugin: str, tmp_path: Path) -> None:
+    """Each plugin's own wording when its state is missing, or (NodeResourcesFit) its
+    computing without it."""
+    config = {**_NO_PRE_SCORE, "profiles": [{"schedulerName": "default-scheduler", "plugins": {
+        "preScore": {"disabled": [{"name": "*"}]},
+        "score": {"disabled": [{"name": "*"}], "enabled": [{"name": plugin}]}}}]}
+    compare(tmp_path, [_node("a"), _node("b", cpu="8"), _pod("p")], config)

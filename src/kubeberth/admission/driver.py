@@ -71,17 +71,15 @@ def signature(state: AdmissionState) -> tuple[object, ...]:
 
 
 def settle(state: AdmissionState, now: float, *, max_cycles: int = MAX_CYCLES,
-           after: After | None = None, checks: bool = True) -> Settled:
+           after: After | None = None) -> Settled:
     """Cycles at ``now`` until one changes nothing or ``max_cycles`` ran. ``state`` is not
-    modified; ``after`` (default: carry on with the cycle's state) applies the host's side.
-    ``checks=False`` leaves admission checks alone (a host that cannot yet write their
-    outcome: reserved workloads then stay QuotaReserved)."""
+    modified; ``after`` (default: carry on with the cycle's state) applies the host's side."""
     cycles: list[Cycle] = []
     while len(cycles) < max_cycles:
         before = signature(state)
         start = time.perf_counter()
         result = run_cycle(state, now)
-        outcome = evaluate_checks(result.state, now) if checks else ChecksResult(result.state)
+        outcome = evaluate_checks(result.state, now)
         cycle = Cycle(result, outcome, time.perf_counter() - start)
         cycles.append(cycle)
         state = after(cycle, len(cycles) == max_cycles) if after is not None else cycle.state

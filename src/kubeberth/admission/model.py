@@ -701,7 +701,7 @@ def _workload(doc: Document, objs: KueueObjects, pcs: dict[str, int]) -> Workloa
     wl.evicted = evicted is not None and evicted.get("status") == "True"
     ready = _condition(status, "PodsReady")
     wl.pods_ready = ready is not None and ready.get("status") == "True"
-    wl.checks = _check_states(status)
+    wl.checks = read_check_states(status)
     if evicted is not None and evicted.get("status") == "True" and \
             evicted.get("reason") == "AdmissionCheck" and evicted.get("lastTransitionTime"):
         wl.check_evicted_at = parse_time(evicted["lastTransitionTime"],
@@ -713,7 +713,8 @@ def _workload(doc: Document, objs: KueueObjects, pcs: dict[str, int]) -> Workloa
     return wl
 
 
-def _check_states(status: dict[str, Any]) -> tuple[AdmissionCheckState, ...]:
+def read_check_states(status: dict[str, Any]) -> tuple[AdmissionCheckState, ...]:
+    """A Workload status's ``admissionChecks``, sorted by name."""
     out: dict[str, AdmissionCheckState] = {}
     for i, raw in enumerate(_list(status.get("admissionChecks"), "status.admissionChecks")):
         fld = f"status.admissionChecks[{i}]"

@@ -128,13 +128,16 @@ class CohortSnapshot(QuotaNode):
 class ClusterQueueSnapshot(QuotaNode):
     """A ClusterQueue with its quota node, policies and admitted workloads."""
 
-    __slots__ = ("active", "inactive_reason", "namespace_matches", "spec", "workloads")
+    __slots__ = ("active", "inactive_cause", "inactive_reason", "namespace_matches", "spec",
+                 "workloads")
 
     def __init__(self, spec: ClusterQueue, quotas: dict[FlavorResource, ResourceQuota]) -> None:
         super().__init__(spec.name, quotas, spec.fair_weight)
         self.spec = spec
         self.workloads: dict[str, WorkloadInfo] = {}
         self.active = True
+        # Kueue's reason on the ClusterQueue's Active=False condition, and its message.
+        self.inactive_cause = ""
         self.inactive_reason = ""
         self.namespace_matches: Callable[[dict[str, str]], bool] = compile_label_selector(
             spec.namespace_selector, "spec.namespaceSelector")
@@ -376,10 +379,12 @@ class Snapshot:
             missing = sorted({fr[0] for fr in cq.quotas if fr[0] not in self.flavors})
             if missing:
                 cq.active = False
+                cq.inactive_cause = "FlavorNotFound"
                 cq.inactive_reason = (f"ClusterQueue {cq.name} is inactive: references missing "
                                       f"ResourceFlavor(s): {', '.join(missing)}")
             elif cq.spec.stop_policy != "None":
                 cq.active = False
+                cq.inactive_cause = "Stopped"
                 cq.inactive_reason = f"ClusterQueue {cq.name} is inactive: Stopped"
             else:
                 self._check_admission_checks(cq)
@@ -392,9 +397,11 @@ class Snapshot:
         missing = sorted(n for n in set(cq.spec.admission_checks) if n not in checks)
         inactive = sorted(n for n in set(cq.spec.admission_checks)
                           if n in checks and not checks[n].active)
-        for what, names in (("missing", missing), ("inactive", inactive)):
+        for what, cause, names in (("missing", "AdmissionCheckNotFound", missing),
+                                   ("inactive", "AdmissionCheckInactive", inactive)):
             if names:
                 cq.active = False
+                cq.inactive_cause = cause
                 cq.inactive_reason = (f"ClusterQueue {cq.name} is inactive: references {what} "
                                       f"AdmissionCheck(s): {', '.join(names)}")
                 return

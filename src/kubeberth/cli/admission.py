@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from kubeberth.admission.checks import in_tree
 from kubeberth.admission.model import KueueConfiguration, load_kueue
 from kubeberth.api.errors import InputError
 from kubeberth.cli.live_common import LiveOptions, build, live_command, run_controller
@@ -39,17 +40,22 @@ def admission_command(
     config: Annotated[Path | None, typer.Option(
         "--config", help="Kueue Configuration (config.kueue.x-k8s.io): fairSharing, "
                          "waitForPodsReady, featureGates (default: Kueue's defaults).")] = None,
+    plugin: Annotated[list[str] | None, typer.Option(
+        "--plugin", help="Load an out-of-tree admission check plugin, module:attr "
+                         "(repeatable).")] = None,
     *, live: LiveOptions,
 ) -> None:
     """Admit Kueue Workloads (and queue-labelled Jobs and pods) as Kueue does, with the same
-    policy as `kubeberth admit`: write status.admission, start Jobs, ungate pods, preempt."""
+    policy as `kubeberth admit`: write status.admission and the admission checks' states,
+    start Jobs and ungate pods once Admitted, preempt."""
     from kubeberth.live.admission import LiveAdmission
 
     def make() -> LiveAdmission:
         cfg = load_configuration(config)
+        checks = in_tree().with_out_of_tree(plugin)  # every plugin loaded before connecting
         client = live.connect()
         return LiveAdmission(client, config=cfg, dry_run=live.dry_run,
-                             elector=live.elector(client))
+                             elector=live.elector(client), checks=checks)
 
     controller = build(make)
     run_controller(controller, live, banner=f"Kueue {controller.version}")

@@ -36,7 +36,9 @@ from typing import Any, TypeVar
 
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
 from lightkube import ApiError, Client, operators
+from lightkube.core.exceptions import LoadResourceError
 from lightkube.core.resource import Resource
+from lightkube.core.resource_registry import resource_registry
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.models.core_v1 import EventSource, ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
@@ -47,6 +49,13 @@ from lightkube.types import PatchType
 from prometheus_client import Counter, Gauge, Histogram
 
 from kubeberth.admission import AdmissionState
+from kubeberth.admission.check_states import (
+    DEACTIVATED_BY_CHECK,
+    EVICTED_BY_CHECK,
+    is_admitted,
+    required_checks,
+)
+from kubeberth.admission.checks import CheckRegistry, in_tree, unmodelled
 from kubeberth.admission.driver import Cycle, settle
 from kubeberth.admission.model import (
     ADMISSION_GATE,
@@ -56,17 +65,19 @@ from kubeberth.admission.model import (
     PRIORITY_CLASS_LABEL,
     QUEUE_LABEL,
     WORKLOAD_PRIORITY_CLASS_SOURCE,
+    AdmissionCheckState,
     KueueConfiguration,
     KueueObjects,
     Workload,
     load_kueue,
+    read_check_states,
 )
 from kubeberth.admission.preemption import Target
 from kubeberth.admission.quota import Snapshot, admitted_info
 from kubeberth.api import objects as kb
 from kubeberth.api.errors import InputError
 from kubeberth.api.quantity import format_milli
-from kubeberth.api.times import format_time
+from kubeberth.api.times import format_time, parse_time
 from kubeberth.config.manifests import Manifests, decode_object
 from kubeberth.config.yamlsrc import Document, Source
 from kubeberth.live.controller import Controller
@@ -85,7 +96,7 @@ DEBOUNCE = 0.05  # quiet time before a round
 MAX_DELAY = 1.0  # a round runs at the latest this long after the first pending event
 RETRIES = 5
 CONFIG_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue",
-                "WorkloadPriorityClass")
+                "WorkloadPriorityClass", "AdmissionCheck")
 PREEMPTION_MESSAGES = {
     "InClusterQueue": "prioritization in the ClusterQueue",
     "InCohortReclamation": "reclamation within the cohort",
@@ -115,6 +126,8 @@ class KueueResources:
             "WorkloadPriorityClass": create_global_resource(
                 GROUP, version, "WorkloadPriorityClass", "workloadpriorityclasses"),
             "Workload": create_namespaced_resource(GROUP, version, "Workload", "workloads"),
+            "AdmissionCheck": create_global_resource(GROUP, version, "AdmissionCheck",
+                                                    "admissionchecks"),
         })
 
 
@@ -199,6 +212,11 @@ class AdmissionMetrics(ControllerMetrics):
         self.status = Gauge("kueue_cluster_queue_status", "The status of a cluster_queue "
                             "(pending, active or terminated).", ["cluster_queue", "status"],
                             registry=r)
+        self.not_modelled = Gauge("kubeberth_admission_check_not_modelled", "1 for each "
+                                  "AdmissionCheck whose controllerName no check plugin "
+                                  "models: workloads wait on it until its controller sets "
+                                  "their state.", ["admission_check", "controller_name"],
+                                  registry=r)
 
 
 @dataclass(slots=True, frozen=True)
@@ -275,6 +293,51 @@ def _set_conditions(obj: Obj, changes: list[Obj], now: float) -> list[Obj]:
     return out
 
 
+ADMITTED: Obj = {"type": "Admitted", "status": "True", "reason": "Admitted",
+                 "message": "The workload is admitted"}
+
+
+def _released(message: str) -> list[Obj]:
+    """The conditions of a Workload whose quota reservation is unset after an eviction
+    (Kueue's UnsetQuotaReservationWithCondition)."""
+    return [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+             "message": message},
+            {"type": "Admitted", "status": "False", "reason": "NoReservation",
+             "message": "The workload has no reservation"}]
+
+
+def _check_json(state: AdmissionCheckState) -> Obj:
+    """One ``status.admissionChecks`` entry as Kueue writes it."""
+    out: Obj = {"name": state.name, "state": state.state, "message": state.message,
+                "lastTransitionTime": format_time(state.last_transition or 0.0)}
+    if state.requeue_after_seconds is not None:
+        out["requeueAfterSeconds"] = state.requeue_after_seconds
+    if state.retry_count:
+        out["retryCount"] = state.retry_count
+    return out
+
+
+def _checks_body(cur: Obj, states: tuple[AdmissionCheckState, ...]) -> list[Obj]:
+    """The new ``status.admissionChecks``: each entry as admission left it, over what the
+    API holds of it (fields admission does not model, such as podSetUpdates, are kept)."""
+    have = {c.get("name"): c for c in (cur.get("status") or {}).get("admissionChecks") or []
+            if isinstance(c, dict)}
+    out = []
+    for state in states:
+        entry = {k: v for k, v in (have.get(state.name) or {}).items()
+                 if k not in ("requeueAfterSeconds", "retryCount")}
+        out.append({**entry, **_check_json(state)})
+    return out
+
+
+def _queued(state: AdmissionState, key: str) -> Workload | None:
+    """The workload ``key`` as queued (or left out of the queues) in ``state``."""
+    queued = next((e.wl for e, _active in state.queues.pending() if e.key == key), None)
+    if queued is None and key in state.queues.unqueued:
+        return state.queues.unqueued[key][0]
+    return queued
+
+
 def _normalise(kind: str, data: Obj, version: str) -> Obj:
     """Field names of the version read. The embedded server stores one object for every
     version without conversion, so a ClusterQueue written as v1beta1 may be read as v1beta2
@@ -299,11 +362,14 @@ class LiveAdmission(Controller[AdmissionMetrics]):
                  dry_run: bool = False, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time, version: str | None = None,
                  metrics: AdmissionMetrics | None = None, watch_timeout: int = 300,
-                 elector: LeaderElector | None = None, events: bool = True) -> None:
+                 elector: LeaderElector | None = None, events: bool = True,
+                 checks: CheckRegistry | None = None) -> None:
         super().__init__(client, metrics or AdmissionMetrics(), clock=clock, elector=elector,
                          recorder=AdmissionEvents(client) if events and not dry_run else None,
                          watch_timeout=watch_timeout)
         self.config = config or KueueConfiguration()
+        # The admission-check controllers kubeberth plays (in-tree, entry points, --plugin).
+        self.checks = in_tree() if checks is None else checks
         self.dry_run = dry_run
         self.wall = wall
         self.version = version or served_version(client)
@@ -330,6 +396,11 @@ class LiveAdmission(Controller[AdmissionMetrics]):
         self._verdicts: dict[tuple[str, str, str, str], str] = {}
         self._seen: set[tuple[str, str, str, str]] = set()
         self._logged: set[tuple[str, str, str]] = set()
+        # Parameters kinds of modelled AdmissionChecks, (apiGroup, kind) -> the cache kind
+        # their informer fills, or None when the API does not serve them.
+        self._parameters: dict[tuple[str, str], str | None] = {}
+        # AdmissionChecks whose controller is not modelled, as reported (name, controller).
+        self._not_modelled: set[tuple[str, str]] = set()
 
     # ---- lifecycle -------------------------------------------------------------------------
     def on_synced(self) -> None:
@@ -369,6 +440,9 @@ class LiveAdmission(Controller[AdmissionMetrics]):
             store.pop(data[0], None)
         else:
             self._remember(kind, _normalise(kind, data[1], self.version))
+        if kind == "AdmissionCheck":
+            # A changed check may name parameters now served: ask discovery again.
+            self._parameters = {k: v for k, v in self._parameters.items() if v is not None}
         self._touch()
 
     def _remember(self, kind: str, obj: Obj) -> None:
@@ -397,12 +471,17 @@ class LiveAdmission(Controller[AdmissionMetrics]):
         now = self.wall()
         self._seen = set()
         try:
+            if self._watch_parameters():
+                # Nothing is decided on a half-read config: the round runs again once the
+                # new informers have listed (the loop waits for them).
+                self._touch()
+                return
             self._create_workloads()
             self._lifecycle(now)
             view = self._view()
             if view is not None:
-                self._admit(view, now)
-                self._queue_status(view)
+                objs = self._admit(view, now)
+                self._queue_status(objs)
         except (ApiError, httpx.HTTPError) as err:
             log.warning("round interrupted by an API error (retried next round): %s", err)
             self._touch()
@@ -416,6 +495,72 @@ class LiveAdmission(Controller[AdmissionMetrics]):
         self._logged.add((action, key, message))
         log.info("%s", message)
         return True
+
+    def _decide(self, decision: AdmissionDecision, dry_run_message: str) -> bool:
+        """Record a decision; True when it is to be written (a dry run only logs it, once)."""
+        if self.dry_run:
+            if self._log_once(decision.action, decision.workload, dry_run_message):
+                self.decisions.append(decision)
+            return False
+        self.decisions.append(decision)
+        return True
+
+    # Parameters of the admission checks kubeberth models (their controllers' own informers).
+
+    def _watch_parameters(self) -> bool:
+        """Start an informer for each parameters kind a modelled AdmissionCheck references,
+        as each Kueue check controller watches its own parameters; True when one started."""
+        started = False
+        for ac in sorted(self.cache["AdmissionCheck"].values(), key=_key):
+            spec = ac.get("spec") or {}
+            ref = spec.get("parameters")
+            if not isinstance(ref, dict) or \
+                    self.checks.get(str(spec.get("controllerName") or "")) is None:
+                continue
+            group_kind = (str(ref.get("apiGroup") or ""), str(ref.get("kind") or ""))
+            if group_kind in self._parameters:
+                continue
+            res = self._discover(*group_kind)
+            if res is None:
+                self._parameters[group_kind] = None
+                continue
+            kind = f"parameters:{group_kind[1]}.{group_kind[0]}"
+            self.cache[kind] = {}
+            self._parameters[group_kind] = kind
+            self.watch(kind, res).start()
+            log.info("watching %s for the parameters of AdmissionCheck %s", kind, _key(ac))
+            started = True
+        return started
+
+    def _discover(self, group: str, kind: str) -> type[Resource] | None:
+        """The resource of ``kind`` in ``group`` (its preferred version), from the API's
+        discovery documents; None (logged) when the API does not serve it. Other HTTP errors
+        interrupt the round, which is retried."""
+        http: Any = self.client._client._client  # lightkube's HTTP client (base URL set)
+        version, path = "v1", "/api/v1"
+        if group:
+            resp = http.get(f"/apis/{group}")
+            if resp.status_code == 404:
+                log.warning("AdmissionCheck parameters: API group %r is not served", group)
+                return None
+            resp.raise_for_status()
+            version = str(resp.json()["preferredVersion"]["version"])
+            path = f"/apis/{group}/{version}"
+        resp = http.get(path)
+        resp.raise_for_status()
+        for r in resp.json().get("resources") or []:
+            if r.get("kind") == kind and "/" not in str(r.get("name", "")):
+                try:  # a built-in kind, or one made before
+                    known: type[Resource] = resource_registry.load(
+                        f"{group}/{version}" if group else version, kind)
+                    return known
+                except LoadResourceError:
+                    make = create_namespaced_resource if r.get("namespaced") else \
+                        create_global_resource
+                    return make(group, version, kind, str(r["name"]))
+        log.warning("AdmissionCheck parameters: kind %s is not served in API group %r", kind,
+                    group)
+        return None
 
     # Workloads for Jobs and pods (Kueue's job and pod integrations).
 
@@ -617,7 +762,7 @@ class LiveAdmission(Controller[AdmissionMetrics]):
                     self._release(key, wl, now)
             elif not owners:
                 continue
-            elif _true(wl, "QuotaReserved"):
+            elif _true(wl, "Admitted"):
                 self._start_owners(key, wl, kind, owners)
 
     def _owner_finished(self, kind: str, owners: list[Obj]) -> tuple[str, str] | None:
@@ -658,11 +803,8 @@ class LiveAdmission(Controller[AdmissionMetrics]):
         def change(cur: Obj) -> Obj | None:
             if not (cur.get("status") or {}).get("admission"):
                 return None
-            return {"admission": None, "conditions": _set_conditions(cur, [
-                {"type": "QuotaReserved", "status": "False", "reason": "Pending",
-                 "message": message},
-                {"type": "Admitted", "status": "False", "reason": "NoReservation",
-                 "message": "The workload has no reservation"}], now)}
+            return {"admission": None, "conditions": _set_conditions(cur, _released(message),
+                                                                     now)}
 
         if self._write_status(key, change):
             self.decisions.append(AdmissionDecision(key, "release"))
@@ -790,6 +932,9 @@ class LiveAdmission(Controller[AdmissionMetrics]):
                 d = _doc(self._as(res, obj))
                 if self._valid(kind, d, []):
                     docs.append(d)
+        for params in sorted(k for k in self._parameters.values() if k is not None):
+            # Only an AdmissionCheck reads these (the first of the kind and name is its own).
+            docs.extend(_doc(o) for o in sorted(self.cache[params].values(), key=_key))
         wpcs = [d for d in docs if d.kind == "WorkloadPriorityClass"]
         _, pcs = self._priority_docs()
         raw: dict[str, Obj] = {}
@@ -835,127 +980,271 @@ class LiveAdmission(Controller[AdmissionMetrics]):
         self._verdict(kind, doc.data, "")
         return True
 
-    def _admit(self, view: _View, now: float) -> None:
-        state = AdmissionState.from_objects(view.objs)
+    def _admit(self, view: _View, now: float) -> KueueObjects:
+        """Admission cycles until nothing changes, each cycle's decisions written as it
+        ends; then the admission checks' states and Admitted written, and the pending reasons.
+        Returns the objects as admission read them (AdmissionChecks' Active decided)."""
+        state = AdmissionState.from_objects(view.objs, self.checks)
+        self._report_not_modelled(state)
         for key, wl in state.admitted.items():
             raw = view.raw.get(key)
             if raw is not None and _true(raw, "Evicted"):
                 reason = str((_cond(raw, "Preempted") or {}).get("reason") or "")
                 state.evicting[key] = Target(admitted_info(wl), reason)
-        earliest: float | None = None
         reasons: dict[str, tuple[str, str]] = {}
 
         def write(cycle: Cycle, _final: bool) -> AdmissionState:
-            """Write the cycle's admissions and preemptions; one not written holds no quota."""
-            result = cycle.result
+            """Write the cycle's reservations, preemptions and check-based evictions; a
+            reservation not written holds no quota."""
+            result, nxt = cycle.result, cycle.state
             for a in result.admitted:
-                reasons.pop(a.workload.key, None)
-                if not self._write_admission(a.workload, view, now):
-                    result.state.admitted.pop(a.workload.key, None)
+                key = a.workload.key
+                reasons.pop(key, None)
+                held = nxt.admitted.get(key)  # None: a check sent it back at once
+                if not self._write_admission(a.workload, None if held is None else held.checks,
+                                             held is not None and cycle.starts(key), now):
+                    nxt.admitted.pop(key, None)
+                    nxt.queues.remove(key)
             for p in result.preempted:
-                self._preempt(p.workload, p.by, p.reason, result.state, view, now)
+                self._preempt(p.workload, p.by, p.reason, result.state, now)
             for na in result.not_admitted:
                 reasons[na.workload] = (na.reason, na.message)
-            return result.state
+            for key, message in cycle.checks.evicted:
+                self._check_evict(key, EVICTED_BY_CHECK, message, result.state, nxt, now)
+            for key, message in cycle.checks.deactivated:
+                self._check_evict(key, DEACTIVATED_BY_CHECK, message, result.state, nxt, now)
+            return nxt
 
-        # Check outcomes are not written to the API yet: reserved workloads stay QuotaReserved.
-        settled = settle(state, now, after=write, checks=False)
+        settled = settle(state, now, after=write)
         for cycle in settled.cycles:
             outcome = "success" if cycle.result.admitted else "inadmissible"
             self.metrics.attempts.labels(result=outcome).inc()
             self.metrics.attempt_duration.labels(result=outcome).observe(cycle.seconds)
         state = settled.state
+        self._sync_checks(state, now)
         for e, _active in state.queues.pending():
             if e.cluster_queue in state.inactive:
                 # Heads of an inactive ClusterQueue are never popped: say why they wait.
                 reasons[e.key] = ("Inadmissible", state.inactive[e.cluster_queue])
-            at = e.wl.requeue_at
-            if at is not None and at > now and (earliest is None or at < earliest):
-                earliest = at
         for key, (_wl, reason, message) in state.queues.unqueued.items():
             reasons[key] = (reason, message)
+        self._next_wake = settled.wake_at(now)
+        self._metrics(state)  # before the last writes, which a client may be waiting for
         for key, (reason, message) in sorted(reasons.items()):
             self._pending(key, reason, message, view, now)
-        self._next_wake = earliest
-        self._metrics(state)
+        return state.objs
 
-    def _write_admission(self, wl: Workload, view: _View, now: float) -> bool:
+    def _report_not_modelled(self, state: AdmissionState) -> None:
+        """An AdmissionCheck whose controller no plugin models is read and not modelled: said
+        once in the log and as a Warning Event on each ClusterQueue naming it, and kept in
+        the ``kubeberth_admission_check_not_modelled`` gauge while it exists."""
+        current = {(ac.name, ac.controller_name) for ac in unmodelled(state.checks)}
+        for name, controller in sorted(self._not_modelled - current):
+            self.metrics.not_modelled.remove(name, controller)
+        for name, controller in sorted(current - self._not_modelled):
+            self.metrics.not_modelled.labels(admission_check=name,
+                                             controller_name=controller).set(1)
+            message = (f"AdmissionCheck {name} (controllerName {controller}) is read and not "
+                       "modelled by kubeberth: its workloads wait on it until that controller "
+                       "sets their check state (--plugin module:attr loads a check plugin)")
+            log.warning("%s", message)
+            res = self.kueue.by_kind["ClusterQueue"]
+            for cq_name, cq in sorted(state.objs.cluster_queues.items()):
+                raw = self.cache["ClusterQueue"].get(cq_name)
+                if name in cq.admission_checks and raw is not None and \
+                        self.recorder is not None:
+                    self.recorder.object_event(self._as(res, raw), "Warning",
+                                               "AdmissionCheckNotModelled", message)
+        self._not_modelled = current
+
+    def _write_admission(self, wl: Workload, checks: tuple[AdmissionCheckState, ...] | None,
+                         admitted: bool, now: float) -> bool:
+        """Reserve quota (``status.admission``, QuotaReserved) with the admission checks'
+        states; Admitted too, and the owners started, when no check is left to wait for."""
         assert wl.admission is not None
         adm = wl.admission
         flavors = "; ".join(f"{psa.name}: " + ", ".join(f"{r}={f}" for r, f in
                                                         sorted(psa.flavors.items()))
                             for psa in adm.podset_assignments)
-        decision = AdmissionDecision(wl.key, "admit", f"{adm.cluster_queue} {flavors}")
-        if self.dry_run:
-            if self._log_once("admit", wl.key, f"dry-run: would admit {wl.key} in "
-                                               f"ClusterQueue {adm.cluster_queue} ({flavors})"):
-                self.decisions.append(decision)
+        if not self._decide(AdmissionDecision(wl.key, "admit", f"{adm.cluster_queue} {flavors}"),
+                            f"dry-run: would admit {wl.key} in ClusterQueue "
+                            f"{adm.cluster_queue} ({flavors})"):
             return True
-        self.decisions.append(decision)
         body = {"clusterQueue": adm.cluster_queue, "podSetAssignments": [
             {"name": psa.name, "count": psa.count, "flavors": dict(sorted(psa.flavors.items())),
              "resourceUsage": {r: format_milli(r, v)
                                for r, v in sorted(psa.resource_usage.items())}}
             for psa in adm.podset_assignments]}
-        checks = bool(view.objs.cluster_queues[adm.cluster_queue].admission_checks)
 
         def change(cur: Obj) -> Obj | None:
             if (cur.get("status") or {}).get("admission") or _true(cur, "Finished"):
                 return None  # admitted meanwhile (another writer): never twice
             changes = [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
                         "message": f"Quota reserved in ClusterQueue {adm.cluster_queue}"}]
-            if not checks:
-                changes.append({"type": "Admitted", "status": "True", "reason": "Admitted",
-                                "message": "The workload is admitted"})
+            if admitted:
+                changes.append(ADMITTED)
             for ctype in ("Evicted", "Preempted"):
                 prev = _cond(cur, ctype)
                 if prev is not None and prev.get("status") == "True":
                     changes.append({"type": ctype, "status": "False",
                                     "reason": "QuotaReserved",
                                     "message": f"Previously: {prev.get('message', '')}"})
-            return {"admission": body, "conditions": _set_conditions(cur, changes, now),
-                    "requeueState": None}
+            status: Obj = {"admission": body, "conditions": _set_conditions(cur, changes, now),
+                           "requeueState": None}
+            if checks:
+                status["admissionChecks"] = _checks_body(cur, checks)
+            return status
 
         written = self._write_status(wl.key, change)
         if written is None:
             return False
-        log.info("admitted %s in ClusterQueue %s (%s)", wl.key, adm.cluster_queue, flavors)
+        log.info("%s %s in ClusterQueue %s (%s)%s", "admitted" if admitted else
+                 "reserved quota for", wl.key, adm.cluster_queue, flavors,
+                 "" if admitted else ": waiting for its admission checks")
         cq = adm.cluster_queue
         self.metrics.quota_reserved.labels(cluster_queue=cq).inc()
-        if not checks:
-            self.metrics.admitted.labels(cluster_queue=cq).inc()
         created = wl.creation_time if wl.creation_time > 0 else now
         self.metrics.wait_time.labels(cluster_queue=cq).observe(max(0.0, now - created))
         if self.recorder is not None:
             self.recorder.object_event(written, "Normal", "QuotaReserved",
                                        f"Quota reserved in ClusterQueue {cq}, wait time since "
                                        f"queued was {max(0.0, now - created):.0f}s")
-            if not checks:
-                self.recorder.object_event(written, "Normal", "Admitted",
-                                           f"Admitted by ClusterQueue {cq}, wait time since "
-                                           "reservation was 0s")
-        kind, owners = self._owners_of(written)
-        if owners:
-            self._start_owners(wl.key, written, kind, owners)
+        if admitted:
+            self._admitted(wl.key, written, cq, now)
         return True
 
-    def _preempt(self, key: str, by: str, reason: str, state: AdmissionState, view: _View,
+    def _admitted(self, key: str, written: Obj, cq: str, now: float) -> None:
+        """The Workload is Admitted (quota reserved, every check Ready): start its owners."""
+        self.metrics.admitted.labels(cluster_queue=cq).inc()
+        if self.recorder is not None:
+            reserved = _cond(written, "QuotaReserved") or {}
+            since = parse_time(str(reserved.get("lastTransitionTime") or format_time(now)),
+                               "QuotaReserved.lastTransitionTime")
+            self.recorder.object_event(written, "Normal", "Admitted",
+                                       f"Admitted by ClusterQueue {cq}, wait time since "
+                                       f"reservation was {max(0.0, now - since):.0f}s")
+        kind, owners = self._owners_of(written)
+        if owners:
+            self._start_owners(key, written, kind, owners)
+
+    def _sync_checks(self, state: AdmissionState, now: float) -> None:
+        """Kueue's workload controller: each Workload holding quota gets the check states
+        admission arrived at, and Admitted once every check it needs is Ready (never taken
+        back here: only an eviction does). A Workload whose checks another controller changed
+        since they were read is left to the next round."""
+        for key, wl in sorted(state.admitted.items()):
+            raw = self.cache["Workload"].get(key)
+            if wl.admission is None or key in state.evicting or raw is None or \
+                    not (raw.get("status") or {}).get("admission"):
+                continue
+            cq = wl.admission.cluster_queue
+            required = required_checks(state.objs.cluster_queues.get(cq), wl.admission)
+            admitted = not required or (is_admitted(wl.checks) and
+                                        [c.name for c in wl.checks] == required)
+            status = raw.get("status") or {}
+            try:
+                have = read_check_states(status)
+            except InputError:
+                continue  # changed into something unreadable since the view: next round
+            seen = status.get("admissionChecks")
+            stale_checks = [_check_json(c) for c in have] != [_check_json(c) for c in wl.checks]
+            admit = admitted and not _true(raw, "Admitted")
+            if not stale_checks and not admit:
+                continue
+            states = ", ".join(f"{c.name}={c.state}" for c in wl.checks)
+            if not self._decide(AdmissionDecision(key, "checks", states),
+                                f"dry-run: {key} admission checks {states}"
+                                + (": would admit" if admit else "")):
+                continue
+
+            def change(cur: Obj, wl: Workload = wl, seen: Any = seen,
+                       admit: bool = admit) -> Obj | None:
+                status = cur.get("status") or {}
+                if not status.get("admission") or status.get("admissionChecks") != seen:
+                    return None
+                out: Obj = {"admissionChecks": _checks_body(cur, wl.checks)}
+                if admit:
+                    out["conditions"] = _set_conditions(cur, [ADMITTED], now)
+                return out
+
+            written = self._write_status(key, change)
+            if written is not None:
+                log.info("%s admission checks: %s%s", key, states,
+                         "; admitted" if admit else "")
+                if admit:
+                    self._admitted(key, written, cq, now)
+
+    def _check_evict(self, key: str, reason: str, message: str, before: AdmissionState,
+                     after: AdmissionState, now: float) -> None:
+        """A Retry check evicts the workload (requeued, after the Retry's delay); a Rejected
+        one deactivates it (``spec.active: false``). Its checks go back to Pending. A workload
+        not yet started gives its quota back at once; one that runs keeps it (still held in
+        ``after``) until its Job is suspended or its pods are gone."""
+        wl = _queued(after, key)
+        held = before.admitted.get(key)
+        raw = self.cache["Workload"].get(key)
+        if wl is None or held is None or raw is None:
+            return
+        running = _true(raw, "Admitted")
+        if running:
+            after.queues.remove(key)
+            after.admitted[key] = held
+            after.evicting[key] = Target(admitted_info(held), "")
+        deactivate = reason == DEACTIVATED_BY_CHECK
+        action = "deactivate" if deactivate else "evict"
+        if not self._decide(AdmissionDecision(key, action, message),
+                            f"dry-run: would {action} {key}: {message}"):
+            return
+        requeue_at = wl.requeue_at if wl.requeue_at is not None and wl.requeue_at > now \
+            else None
+
+        def change(cur: Obj) -> Obj | None:
+            status = cur.get("status") or {}
+            if not status.get("admission") or _true(cur, "Evicted"):
+                return None
+            changes = [{"type": "Evicted", "status": "True", "reason": reason,
+                        "message": message}]
+            out: Obj = {"admissionChecks": _checks_body(cur, wl.checks)}
+            if not running:
+                out["admission"] = None
+                changes += _released(message)
+            if requeue_at is not None:
+                out["requeueState"] = {**(status.get("requeueState") or {}),
+                                       "requeueAt": format_time(requeue_at)}
+            out["conditions"] = _set_conditions(cur, changes, now)
+            return out
+
+        written = self._write_status(key, change)
+        if written is None:
+            return
+        log.info("%s %s: %s", "deactivated" if deactivate else "evicted", key, message)
+        cq = held.admission.cluster_queue if held.admission else ""
+        self.metrics.evicted.labels(cluster_queue=cq, reason=reason).inc()
+        if self.recorder is not None:
+            if deactivate:
+                cause = message.removeprefix("The workload is deactivated due to ")
+                self.recorder.object_event(written, "Warning", "AdmissionCheckRejected",
+                                           f"Deactivated due to {cause}")
+            else:
+                self.recorder.object_event(written, "Normal", f"EvictedDueTo{reason}", message)
+        if deactivate:
+            # spec.active: false, as Kueue sets it on a workload a check rejected.
+            self._write_workload(key, lambda cur: None if (cur.get("spec") or {}).get(
+                "active") is False else {"spec": {"active": False}}, status=False)
+
+    def _preempt(self, key: str, by: str, reason: str, state: AdmissionState,
                  now: float) -> None:
         preemptor = next((e.wl for e, _ in state.queues.pending() if e.key == by),
                          state.admitted.get(by))
         uid = preemptor.uid if preemptor is not None else ""
         message = (f"Preempted to accommodate a workload (UID: {uid}) due to "
                    f"{PREEMPTION_MESSAGES.get(reason, reason)}")
-        decision = AdmissionDecision(key, "preempt", f"{by} {reason}")
         victim = state.admitted.get(key)
         cq = victim.admission.cluster_queue if victim and victim.admission else ""
         by_cq = next((e.cluster_queue for e, _ in state.queues.pending() if e.key == by), "")
-        if self.dry_run:
-            if self._log_once("preempt", key, f"dry-run: would preempt {key} for {by} "
-                                              f"({reason})"):
-                self.decisions.append(decision)
+        if not self._decide(AdmissionDecision(key, "preempt", f"{by} {reason}"),
+                            f"dry-run: would preempt {key} for {by} ({reason})"):
             return
-        self.decisions.append(decision)
 
         def change(cur: Obj) -> Obj | None:
             if _true(cur, "Evicted") or not (cur.get("status") or {}).get("admission"):
@@ -979,7 +1268,7 @@ class LiveAdmission(Controller[AdmissionMetrics]):
             self._release(key, self.cache["Workload"].get(key, written), now)
 
     def _pending(self, key: str, reason: str, message: str, view: _View, now: float) -> None:
-        raw = view.raw.get(key)
+        raw = self.cache["Workload"].get(key) or view.raw.get(key)
         if raw is None:
             return
         cur = _cond(raw, "QuotaReserved")
@@ -988,13 +1277,9 @@ class LiveAdmission(Controller[AdmissionMetrics]):
         if cur is not None and (cur.get("status"), cur.get("reason"), cur.get("message")) == \
                 ("False", reason, message):
             return
-        decision = AdmissionDecision(key, "pending", f"{reason}: {message}")
-        if self.dry_run:
-            if self._log_once("pending", key, f"dry-run: {key} stays pending: {reason}: "
-                                              f"{message}"):
-                self.decisions.append(decision)
+        if not self._decide(AdmissionDecision(key, "pending", f"{reason}: {message}"),
+                            f"dry-run: {key} stays pending: {reason}: {message}"):
             return
-        self.decisions.append(decision)
 
         def change(c: Obj) -> Obj | None:
             if (c.get("status") or {}).get("admission"):
@@ -1011,35 +1296,44 @@ class LiveAdmission(Controller[AdmissionMetrics]):
     # API writes with optimistic concurrency.
 
     def _write_status(self, key: str, change: Callable[[Obj], Obj | None]) -> Obj | None:
-        """Merge-patch ``change(current)`` into the Workload's status, guarded by the
-        resourceVersion it was computed from; a 409 re-reads and retries. None when there is
-        nothing to write (``change`` returned None), the Workload is gone, or retries ran out."""
+        """Merge-patch ``change(current)`` into the Workload's status (see
+        :meth:`_write_workload`)."""
+        return self._write_workload(key, change, status=True)
+
+    def _write_workload(self, key: str, change: Callable[[Obj], Obj | None], *,
+                        status: bool) -> Obj | None:
+        """Merge-patch ``change(current)`` into the Workload's status (``status``) or into
+        the Workload, guarded by the resourceVersion it was computed from; a 409 re-reads and
+        retries. None when there is nothing to write (``change`` returned None), the Workload
+        is gone, or retries ran out."""
         res = self.kueue.by_kind["Workload"]
+        target = res.Status if status else res  # type: ignore[attr-defined]
+        what = "status" if status else "spec"
         cur = self.cache["Workload"].get(key)
         ns, name = key.split("/", 1)
         for _attempt in range(RETRIES):
             if cur is None:
                 return None
-            status = change(cur)
-            if status is None:
+            body = change(cur)
+            if body is None:
                 return None
-            patch = {"apiVersion": self._api_version, "status": status,
+            patch = {"apiVersion": self._api_version, **({"status": body} if status else body),
                      "metadata": {"resourceVersion": cur["metadata"]["resourceVersion"]}}
             try:
-                obj = self.client.patch(res.Status, name, patch,  # type: ignore[attr-defined]
-                                        namespace=ns, patch_type=PatchType.MERGE)
+                obj: Any = self.client.patch(target, name, patch, namespace=ns,
+                                             patch_type=PatchType.MERGE)
             except ApiError as err:
                 if err.status.code == 409:
                     self.conflicts += 1
                     cur = self._reread(res, "Workload", ns, name)
                     continue
                 if err.status.code != 404:
-                    log.warning("writing Workload %s status: %s", key, err.status.message)
+                    log.warning("writing Workload %s %s: %s", key, what, err.status.message)
                 return None
             data: Obj = obj.to_dict()
             self._remember("Workload", _normalise("Workload", data, self.version))
             return data
-        log.warning("writing Workload %s status: still conflicting after %d attempts", key,
+        log.warning("writing Workload %s %s: still conflicting after %d attempts", key, what,
                     RETRIES)
         return None
 
@@ -1086,32 +1380,40 @@ class LiveAdmission(Controller[AdmissionMetrics]):
 
     # Queue status and metrics.
 
-    def _queue_status(self, view: _View) -> None:
-        """ClusterQueue and LocalQueue status as Kueue's queue controllers keep it."""
+    def _queue_status(self, objs: KueueObjects) -> None:
+        """ClusterQueue and LocalQueue status as Kueue's queue controllers keep it, over the
+        objects as admission read them (``objs``: AdmissionChecks' Active decided)."""
         if self.dry_run:
             return
-        snap = Snapshot(view.objs)
+        snap = Snapshot(objs)
         pending: dict[str, int] = {}
         lq_pending: dict[str, int] = {}
+        reserving: dict[str, int] = {}
+        lq_reserving: dict[str, int] = {}
         admitted: dict[str, int] = {}
         lq_admitted: dict[str, int] = {}
         usage: dict[str, dict[tuple[str, str], int]] = {}
         lq_usage: dict[str, dict[tuple[str, str], int]] = {}
-        for wl in view.objs.workloads:
+        for wl in objs.workloads:
             lq = f"{wl.namespace}/{wl.queue_name}"
             if wl.admission is not None:
                 cq = wl.admission.cluster_queue
-                admitted[cq] = admitted.get(cq, 0) + 1
-                lq_admitted[lq] = lq_admitted.get(lq, 0) + 1
+                reserving[cq] = reserving.get(cq, 0) + 1
+                lq_reserving[lq] = lq_reserving.get(lq, 0) + 1
+                required = required_checks(objs.cluster_queues.get(cq), wl.admission)
+                if not required or (is_admitted(wl.checks) and
+                                    [c.name for c in wl.checks] == required):
+                    admitted[cq] = admitted.get(cq, 0) + 1
+                    lq_admitted[lq] = lq_admitted.get(lq, 0) + 1
                 for fr, v in admitted_info(wl).usage.items():
                     usage.setdefault(cq, {})[fr] = usage.get(cq, {}).get(fr, 0) + v
                     lq_usage.setdefault(lq, {})[fr] = lq_usage.get(lq, {}).get(fr, 0) + v
             else:
-                lqo = view.objs.local_queues.get(lq)
+                lqo = objs.local_queues.get(lq)
                 if lqo is not None:
                     pending[lqo.cluster_queue] = pending.get(lqo.cluster_queue, 0) + 1
                     lq_pending[lq] = lq_pending.get(lq, 0) + 1
-        for name, spec in sorted(view.objs.cluster_queues.items()):
+        for name, spec in sorted(objs.cluster_queues.items()):
             snap_cq = snap.cluster_queues.get(name)
             active = snap_cq is None or snap_cq.active
             flavors = []
@@ -1124,23 +1426,24 @@ class LiveAdmission(Controller[AdmissionMetrics]):
                              (fq.name, r), 0) - q.nominal))}
                         for r, q in fq.resources.items()]})
             status = {"pendingWorkloads": pending.get(name, 0),
-                      "reservingWorkloads": admitted.get(name, 0),
+                      "reservingWorkloads": reserving.get(name, 0),
                       "admittedWorkloads": admitted.get(name, 0),
                       "flavorsReservation": flavors, "flavorsUsage": flavors,
                       "conditions": [{"type": "Active", "status": "True" if active else "False",
-                                      "reason": "Ready" if active else "FlavorNotFound",
+                                      "reason": "Ready" if active or snap_cq is None
+                                      else snap_cq.inactive_cause,
                                       "message": "Can admit new workloads" if active else
                                       (snap_cq.inactive_reason if snap_cq else "")}]}
             self._queue_write("ClusterQueue", name, status)
-        for key, lqo in sorted(view.objs.local_queues.items()):
+        for key, lqo in sorted(objs.local_queues.items()):
             used = lq_usage.get(key, {})
             fl: dict[str, list[Obj]] = {}
             for (flavor, r), v in sorted(used.items()):
                 fl.setdefault(flavor, []).append({"name": r, "total": format_milli(r, v)})
             flist = [{"name": f, "resources": rs} for f, rs in fl.items()]
-            exists = lqo.cluster_queue in view.objs.cluster_queues
+            exists = lqo.cluster_queue in objs.cluster_queues
             status = {"pendingWorkloads": lq_pending.get(key, 0),
-                      "reservingWorkloads": lq_admitted.get(key, 0),
+                      "reservingWorkloads": lq_reserving.get(key, 0),
                       "admittedWorkloads": lq_admitted.get(key, 0),
                       "flavorsReservation": flist, "flavorUsage": flist,
                       "conditions": [{"type": "Active", "status": "True" if exists else "False",

@@ -84,8 +84,13 @@ RBAC: dict[str, list[Rule]] = {
         ("kueue.x-k8s.io", "localqueues", ("list", "watch")),
         ("kueue.x-k8s.io", "localqueues/status", ("patch",)),
         ("kueue.x-k8s.io", "workloadpriorityclasses", ("list", "watch")),
-        # One Workload per queued Job or pod group; get re-reads one after a 409.
-        ("kueue.x-k8s.io", "workloads", ("create", "get", "list", "watch")),
+        # Read for their controllerName and parameters; the Active condition of a check a
+        # plugin models is decided by kubeberth, not written. (A plugin's parameters kind,
+        # such as ConfigMaps, needs list and watch on top: docs/live.md.)
+        ("kueue.x-k8s.io", "admissionchecks", ("list", "watch")),
+        # One Workload per queued Job or pod group; get re-reads one after a 409; patch sets
+        # spec.active false on a Workload an admission check rejected.
+        ("kueue.x-k8s.io", "workloads", ("create", "get", "list", "patch", "watch")),
         ("kueue.x-k8s.io", "workloads/status", ("patch",)),
         ("", "namespaces", ("list", "watch")),
         ("scheduling.k8s.io", "priorityclasses", ("list", "watch")),

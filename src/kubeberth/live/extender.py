@@ -156,7 +156,10 @@ class ExtenderService:
         st = self.fw.run_pre_score(state, pi, self.snap, nodes)
         if not st.ok:
             raise BadRequest(st.message())
-        totals = self.fw.run_score(state, pi, self.snap, nodes).totals
+        scores = self.fw.run_score(state, pi, self.snap, nodes)
+        if not scores.status.ok:
+            raise BadRequest(scores.status.message())
+        totals = scores.totals
         return [{"Host": self.snap.node_names[s], "Score": score}
                 for s, score in zip(slots, normalize(totals), strict=True)]
 

@@ -414,7 +414,9 @@ class Scheduler:
                 diag = self._diagnosis(out)
                 return self._unschedulable(fw, state, pod, diag, result, num_all,
                                            post_filter=within is None)
-        if len(feasible) == 1 and not record:
+        if len(feasible) == 1:
+            # Upstream's schedulePod takes a lone feasible node without PreScore or Score (so a
+            # device choice a score plugin would record is GpuDevices' deviceSelection's).
             result.outcome = "assumed"
             result.node = snap.node_names[int(feasible[0])]
             return result
@@ -425,6 +427,11 @@ class Scheduler:
             result.message = st.message()
             return result
         scores = fw.run_score(state, pod, snap, feasible, record=record)
+        if not scores.status.ok:
+            result.outcome = "error"
+            result.status = scores.status
+            result.message = scores.status.message()
+            return result
         if result.extenders is not None:
             score_with_extenders(self.extenders, pod, snap, feasible, scores.totals,
                                  result.extenders)
@@ -457,7 +464,7 @@ class Scheduler:
         n = len(nodes)
         first = n if record else min(n, _first_batch(to_find))
         out = self._check_nominated(fw, state, pod, fw.run_filters(
-            state, pod, self.snapshot, _rotated(nodes, start, 0, first), record=record))
+            state, pod, self.snapshot, _rotated(nodes, start, 0, first), record=record), record)
         if first == n or int(np.count_nonzero(out.codes == 0)) >= to_find:
             return out
         rest = self._check_nominated(fw, state, pod, fw.run_filters(
@@ -465,29 +472,34 @@ class Scheduler:
         return FilterOutcome.concat(out, rest)
 
     def _check_nominated(self, fw: Framework, state: CycleState, pod: PodInfo,
-                         out: FilterOutcome) -> FilterOutcome:
-        """Upstream runs filters a second time with higher-or-equal priority pods nominated to a
-        node counted on it; a node passes only if both runs pass."""
+                         out: FilterOutcome, record: bool = False) -> FilterOutcome:
+        """Upstream's ``RunFilterPluginsWithNominatedPods`` on every node that pods of equal or
+        higher priority are nominated to: the filters run first with those pods counted on the
+        node, and a rejection there is the node's verdict; only when they pass does the verdict
+        without them (the one ``out`` holds) stand. Recording (explain) also keeps each
+        plugin's failing verdict with them, which is the one upstream's run reports."""
         nominator = self.handle.nominator
         busy = nominator.nodes()
         if not busy:
             return out
         snap = self.snapshot
-        for pos in np.flatnonzero(np.isin(out.nodes, busy) & (out.codes == 0)):
+        for pos in np.flatnonzero(np.isin(out.nodes, busy)):
             node = int(out.nodes[pos])
-            extra = [p for p in nominator.pods_for(node)
-                     if p.priority >= pod.priority and p.key != pod.key and p.node < 0]
-            if not extra:
-                continue
-            trial = state.clone()
-            for p in extra:
-                snap.add_pod(p, node)
-                fw.run_pre_filter_extension_add_pod(trial, pod, p, node, snap)
-            try:
-                st = fw.run_filters_on_node(trial, pod, snap, node)
-            finally:
-                for p in extra:
-                    snap.remove_pod(p)
+            with nominator.counted_on(fw, state, pod, snap, node) as nominated:
+                if nominated is None:
+                    continue
+                trial, st = nominated
+                if st.ok:
+                    # Reasons are read here, while the nominated pods are on the node.
+                    with_them = fw.run_filters(trial, pod, snap, np.array([node], dtype=np.int64),
+                                               record=record)
+                    if with_them.codes[0] != 0:
+                        st = Status(Code(int(with_them.codes[0])), with_them.reasons_at(0),
+                                    with_them.plugin_at(0))
+                    failed = {name: res.status(0, name)
+                              for name, res in with_them.per_plugin.items() if res.codes[0] != 0}
+                    if failed:
+                        out.with_nominated[int(pos)] = failed
             if not st.ok:
                 out.passed = None
                 out.codes[pos] = int(st.code)
@@ -530,7 +542,9 @@ class Scheduler:
         if post is not None and st.ok and post.nominated_node:
             result.victims = list(post.victims)
             result.nominated_node = post.nominated_node
-        elif fw.post_filter and st.reasons:
+        if fw.post_filter and st.reasons:
+            # Upstream's FitError ends with PostFilter's message, whether it found room
+            # ("preemption: found a potential placement ...") or not.
             message = f"{message} {st.message()}"
         result.message = message
         result.status = Status(Code(worst) if worst else Code.UNSCHEDULABLE, (message,))

@@ -23,7 +23,7 @@ from kubeberth.config.workloads import load_owners
 from kubeberth.scheduling.config.types import SchedulerConfiguration
 from kubeberth.scheduling.framework.extender import ExtenderVerdicts
 from kubeberth.scheduling.framework.registry import Registry
-from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
+from kubeberth.scheduling.framework.status import SUCCESS, Status
 from kubeberth.scheduling.pod_group_cycle import GroupOutcome
 from kubeberth.scheduling.scheduler import CycleResult, Scheduler
 from kubeberth.sim.explain_groups import render_group
@@ -204,10 +204,11 @@ def _render(res: CycleResult, snap: ClusterState) -> dict[str, Any]:
                                       "feasible": False, "scored": False}
         pos = pos_of.get(slot)
         if filters is not None and pos is not None:
+            nominated = filters.with_nominated.get(pos, {})
             for plugin, fr in filters.per_plugin.items():
-                code = Code(int(fr.codes[pos]))
-                node_entry["filter"][plugin] = {
-                    "code": code.label, "reasons": list(fr.reasons[int(fr.reason_ids[pos])])}
+                st = nominated.get(plugin) or fr.status(pos, plugin)
+                node_entry["filter"][plugin] = {"code": st.code.label,
+                                                "reasons": list(st.reasons)}
             node_entry["feasible"] = bool(filters.codes[pos] == 0)
         spos = score_pos.get(slot)
         if res.scores is not None and spos is not None:

@@ -241,3 +241,88 @@ def test_nominated_pods_count_in_the_whole_cluster_filter_pass(seed: int) -> Non
     sched.add(make_pod_info(msgspec.convert(pod_doc("mid", cpu="2"), Pod)))
     res = sched.schedule_one()
     assert res is not None and res.outcome == "assumed" and res.node == "n1"
+
+
+def test_preemption_clears_lower_priority_nominations_on_its_node() -> None:
+    """Upstream's prepareCandidate clears the nomination of lower-priority pods nominated to the
+    node a preemptor is nominated to (they may no longer fit there); the scheduler does it."""
+    snap = ClusterState()
+    snap.add_node(msgspec.convert({"metadata": {"name": "n"}, "status": {
+        "allocatable": {"cpu": "4", "memory": "64Gi", "pods": "10"}}}, Node))
+
+    def pod(name: str, priority: int, node: str = "", cpu: str = "2") -> PodInfo:
+        return make_pod_info(msgspec.convert({"metadata": {"name": name}, "spec": {
+            "nodeName": node, "priority": priority,
+            "containers": [{"resources": {"requests": {"cpu": cpu}}}]}}, Pod))
+
+    for i in range(2):
+        low = pod(f"low{i}", 0, "n")
+        low.start_time = float(i)
+        snap.add_pod(low, 0)
+    calls: list[tuple[str, str | None]] = []
+
+    def evict(victim: PodInfo, _by: PodInfo) -> None:
+        snap.remove_pod(victim)
+
+    sched = Scheduler(load_scheduler_config(None), in_tree_registry(), snap, clock=lambda: 0.0,
+                      seed=0, binder=lambda _p, _n: SUCCESS, evictor=evict,
+                      nominate=lambda p, node: calls.append((p.name, node)))
+    lesser = pod("lesser", 5)
+    sched.add(lesser)
+    first = sched.schedule_one()
+    assert first is not None and first.nominated_node == "n"
+    sched.add(pod("hi", 10, cpu="4"))
+    second = sched.schedule_one()
+    assert second is not None and second.pod.name == "hi" and second.nominated_node == "n"
+    assert calls == [("lesser", "n"), ("lesser", None), ("hi", "n")]
+    assert sched.handle.nominator.node_of(lesser.key) is None
+    assert lesser.pod.status.nominated_node_name == ""
+
+
+NO_PRE_SCORE = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [{"plugins": {"preScore": {"disabled": [{"name": "*"}]}}}]}
+
+
+def test_score_without_pre_score_fails_the_cycle_with_an_error(tmp_path: Path) -> None:
+    """A valid configuration that disables every PreScore: upstream's TaintToleration,
+    PodTopologySpread and InterPodAffinity Scores fail reading their state, and the pod's cycle
+    fails with that Error (no traceback); a lone feasible node is never scored."""
+    docs = [node_doc("a"), node_doc("b", cpu="1"), pod_doc("p"), pod_doc("big", cpu="3")]
+    data = run(tmp_path, docs, NO_PRE_SCORE)
+    by_pod = {p["pod"]: p for p in data["pods"]}
+    p = by_pod["default/p"]
+    assert p["result"] == "Error" and p["selectedNode"] is None
+    assert p["message"] == ('running Score plugins: plugin "TaintToleration" failed with: '
+                            'failed to read "PreScoreTaintToleration" from cycleState: not found')
+    assert by_pod["default/big"]["result"] == "Scheduled"
+    assert by_pod["default/big"]["selectedNode"] == "a"
+
+
+@pytest.mark.parametrize(("plugin", "message"), [
+    ("PodTopologySpread", 'error reading "PreScorePodTopologySpread" from cycleState: not found'),
+    ("InterPodAffinity", 'failed to read "PreScoreInterPodAffinity" from cycleState: not found'),
+])
+def test_each_plugin_words_its_missing_pre_score_state(tmp_path: Path, plugin: str,
+                                                      message: str) -> None:
+    config = {**NO_PRE_SCORE, "profiles": [{"plugins": {
+        "preScore": {"disabled": [{"name": "*"}]},
+        "score": {"disabled": [{"name": "*"}], "enabled": [{"name": plugin}]}}}]}
+    data = run(tmp_path, [node_doc("a"), node_doc("b"), pod_doc("p")], config)
+    (p,) = data["pods"]
+    assert p["result"] == "Error"
+    assert p["message"] == f'running Score plugins: plugin "{plugin}" failed with: {message}'
+
+
+def test_scores_that_need_no_pre_score_state_compute_without_it(tmp_path: Path) -> None:
+    """NodeResourcesFit, BalancedAllocation and NodeAffinity compute in Score what PreScore
+    would have stored, as upstream's do."""
+    config = {**NO_PRE_SCORE, "profiles": [{"plugins": {
+        "preScore": {"disabled": [{"name": "*"}]},
+        "score": {"disabled": [{"name": "*"}], "enabled": [
+            {"name": "NodeResourcesFit"}, {"name": "NodeResourcesBalancedAllocation"},
+            {"name": "NodeAffinity"}]}}}]}
+    data = run(tmp_path, [node_doc("a"), node_doc("b", cpu="8"), pod_doc("p")], config)
+    (p,) = data["pods"]
+    assert p["result"] == "Scheduled" and p["selectedNode"] == "b"
+    assert all(n["scored"] for n in p["nodes"].values())

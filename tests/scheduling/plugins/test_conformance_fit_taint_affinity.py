@@ -4,7 +4,7 @@ NodeAffinity and the broken-linear helper, run directly against the plugins.
 Cases come from ../shared/conformance/kube-scheduler/cases.yaml; the case schema (cpu in
 millicores, memory in bytes, extended resources as counts, absent vs explicit-zero requests) is
 translated into manifests here, and the newest-upstream expectation is used where a case lists
-several versions.
+several versions (or was transcribed from an older release: ``SUPERSEDED_REASONS``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.conformance.casefiles import newest_expectation
 from tests.paths import SHARED
 
 from kubeberth.api.objects import (
@@ -54,7 +55,6 @@ MODULES: dict[str, Any] = {
     "NodeAffinity": node_affinity,
 }
 HELPER = "helper.BrokenLinearFunction"
-NEWEST = ("newest-upstream", "current-upstream")
 FILTER_DEFAULT_PODS = 32  # the file header: omitted pods default to 32 in filter cases
 
 
@@ -66,18 +66,6 @@ def _load() -> list[dict[str, Any]]:
 
 
 CASES = _load()
-
-
-def _expectation(case: dict[str, Any]) -> dict[str, Any]:
-    expect: dict[str, Any] = case["expect"]
-    versions = expect.get("by_version")
-    if versions is None:
-        return expect
-    for key in NEWEST:
-        if key in versions:
-            chosen: dict[str, Any] = versions[key]
-            return chosen
-    raise AssertionError(f"{case['id']}: no newest-upstream expectation in {list(versions)}")
 
 
 # ---- schema translation ------------------------------------------------------------------------
@@ -169,7 +157,7 @@ def test_cases_are_present() -> None:
 @pytest.mark.parametrize("case", _ids("filter"))
 def test_filter_case(case: dict[str, Any]) -> None:
     snap, pod, plugin = _setup(case)
-    expect = _expectation(case)
+    expect = newest_expectation(case)
     verdicts = run_filter(plugin, pod, snap)
     for node, want in expect["verdicts"].items():
         got = verdicts[node]
@@ -181,7 +169,7 @@ def test_filter_case(case: dict[str, Any]) -> None:
 def test_score_case(case: dict[str, Any]) -> None:
     snap, pod, plugin = _setup(case)
     scores = run_score(plugin, pod, snap)
-    assert scores == _expectation(case)["scores"]
+    assert scores == newest_expectation(case)["scores"]
 
 
 @pytest.mark.parametrize("case", _ids(HELPER))

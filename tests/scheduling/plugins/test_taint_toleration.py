@@ -1,5 +1,6 @@
-"""TaintToleration: the filter's first untolerated NoSchedule/NoExecute taint, the
-PreferNoSchedule count and its reversed normalisation."""
+"""TaintToleration: the filter's verdict on untolerated NoSchedule/NoExecute taints (upstream
+v1.37's reason does not name the taint), the PreferNoSchedule count and its reversed
+normalisation."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Taint, Toleration
 from kubeberth.scheduling.framework.cycle_state import CycleState
-from kubeberth.scheduling.framework.status import Code
+from kubeberth.scheduling.framework.status import Code, StatusError
 from kubeberth.scheduling.plugins import taint_toleration
 from kubeberth.scheduling.plugins.taint_toleration import TaintToleration, first_untolerated
 
@@ -35,21 +36,22 @@ def test_untainted_node_passes() -> None:
     assert run_filter(plugin(), make_pod("p"), snap)["a"].ok
 
 
-def test_untolerated_taint_is_unresolvable_and_named() -> None:
+def test_untolerated_taint_is_unresolvable_with_upstreams_reason() -> None:
     snap = cluster(make_node("a", taints=[taint("dedicated", "gpu")]))
     st_ = run_filter(plugin(), make_pod("p"), snap)["a"]
     assert st_.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert st_.reasons == ("node(s) had untolerated taint {dedicated: gpu}",)
+    assert st_.reasons == ("node(s) had untolerated taint(s)",)
 
 
-def test_first_untolerated_taint_in_node_order_is_reported() -> None:
+def test_any_untolerated_hard_taint_rejects_and_prefer_no_schedule_does_not() -> None:
     taints = [taint("a", "1", "PreferNoSchedule"), taint("b", "2"), taint("c", "3", "NoExecute")]
     snap = cluster(make_node("n", taints=taints))
     assert run_filter(plugin(), make_pod("p"), snap)["n"].reasons == \
-        ("node(s) had untolerated taint {b: 2}",)
+        ("node(s) had untolerated taint(s)",)
     tolerant = make_pod("q", tolerations=[tol("b", "2")])
-    assert run_filter(plugin(), tolerant, snap)["n"].reasons == \
-        ("node(s) had untolerated taint {c: 3}",)
+    assert run_filter(plugin(), tolerant, snap)["n"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    both = make_pod("r", tolerations=[tol("b", "2"), tol("c", "3")])
+    assert run_filter(plugin(), both, snap)["n"].ok
 
 
 @pytest.mark.parametrize(("toleration", "ok"), [
@@ -72,12 +74,12 @@ def test_prefer_no_schedule_never_filters() -> None:
     assert run_filter(plugin(), make_pod("p"), snap)["a"].ok
 
 
-def test_nodes_with_equal_taints_share_one_reason() -> None:
+def test_every_untolerated_node_shares_one_reason() -> None:
     snap = cluster(*(make_node(f"n{i}", taints=[taint("k", str(i % 2))]) for i in range(6)),
                    make_node("clean"))
     res = plugin().filter(CycleState(), make_pod("p"), snap, snap.node_ids())
-    assert len(res.reasons) == 3
-    assert res.reason_ids.tolist() == [1, 2, 1, 2, 1, 2, 0]
+    assert res.reasons == [(), ("node(s) had untolerated taint(s)",)]
+    assert res.reason_ids.tolist() == [1, 1, 1, 1, 1, 1, 0]
     assert res.codes.tolist() == [Code.UNSCHEDULABLE_AND_UNRESOLVABLE] * 6 + [0]
 
 
@@ -111,7 +113,8 @@ def test_filter_matches_per_node_reference(nodes: list[list[Taint]],
         if bad is None:
             assert got.ok
         else:
-            assert got.reasons == (f"node(s) had untolerated taint {{{bad.key}: {bad.value}}}",)
+            assert got.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            assert got.reasons == ("node(s) had untolerated taint(s)",)
 
 
 # ---- score -------------------------------------------------------------------------------------
@@ -140,7 +143,16 @@ def test_raw_score_and_normalisation() -> None:
     assert raw.tolist() == [1, 0]
     norm = p.normalize_score(state, pod, raw)
     assert norm is not None and norm.tolist() == [0, 100]
-    assert p.score(CycleState(), pod, snap, snap.node_ids()).tolist() == [1, 0]
+
+
+def test_score_without_pre_score_state_is_an_error() -> None:
+    """A profile that disables PreScore: upstream's Score fails reading its state."""
+    snap = cluster(make_node("x"), make_node("y"))
+    with pytest.raises(StatusError) as err:
+        plugin().score(CycleState(), make_pod("p"), snap, snap.node_ids())
+    assert err.value.status.code == Code.ERROR
+    assert err.value.status.message() == \
+        'failed to read "PreScoreTaintToleration" from cycleState: not found'
 
 
 # ---- fast paths --------------------------------------------------------------------------------

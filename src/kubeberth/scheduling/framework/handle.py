@@ -9,12 +9,14 @@ timeout expires (the host enforces timeouts on its own clock).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kubeberth.scheduling.framework.status import Code, Status
+from kubeberth.scheduling.framework.cycle_state import CycleState
+from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
 from kubeberth.state.cluster import ClusterState, PodInfo
 
 if TYPE_CHECKING:
@@ -91,6 +93,34 @@ class Nominator:
 
     def nodes(self) -> list[int]:
         return [n for n, pods in self._by_node.items() if pods]
+
+    @contextmanager
+    def counted_on(self, fw: Framework, state: CycleState, pod: PodInfo, snap: ClusterState,
+                   node: int) -> Iterator[tuple[CycleState, Status] | None]:
+        """Upstream's ``addGENominatedPods``: the pods of equal or higher priority nominated to
+        ``node`` are put on it for the block, with a clone of ``state`` that the PreFilter
+        extensions' AddPod saw and their status (an Error if one failed, as upstream wraps it).
+        Yields None when no such pod exists; the snapshot is restored on exit."""
+        extra = [p for p in self.pods_for(node)
+                 if p.priority >= pod.priority and p.key != pod.key and p.node < 0]
+        if not extra:
+            yield None
+            return
+        trial = state.clone()
+        st = SUCCESS
+        added: list[PodInfo] = []
+        try:
+            for p in extra:
+                snap.add_pod(p, node)
+                added.append(p)
+                ext = fw.run_pre_filter_extension_add_pod(trial, pod, p, node, snap)
+                if not ext.ok:
+                    st = Status(Code.ERROR, ext.reasons, ext.plugin)
+                    break
+            yield trial, st
+        finally:
+            for p in added:
+                snap.remove_pod(p)
 
 
 class Handle:

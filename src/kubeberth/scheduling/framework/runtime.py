@@ -51,6 +51,7 @@ from kubeberth.scheduling.framework.status import (
     CodeArray,
     FilterResult,
     Status,
+    StatusError,
 )
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
@@ -91,7 +92,7 @@ class FilterOutcome:
     assembled only when read, from the failures each plugin added."""
 
     __slots__ = ("_first", "_first_parts", "codes", "nodes", "overrides", "passed", "per_plugin",
-                 "plugin_names", "segments")
+                 "plugin_names", "segments", "with_nominated")
 
     def __init__(self, nodes: IntArray, codes: np.ndarray[Any, np.dtype[np.int8]],
                  first_plugin: np.ndarray[Any, np.dtype[np.int32]] | None,
@@ -115,6 +116,9 @@ class FilterOutcome:
         self.overrides: dict[int, tuple[str, ...]] = {} if overrides is None else overrides
         # Only when recorded: plugin name -> its result over all ``nodes``.
         self.per_plugin: dict[str, FilterResult] = {}
+        # Only when recorded: position -> plugin name -> its failing verdict with the node's
+        # nominated pods counted, which stands in for the one in ``per_plugin``.
+        self.with_nominated: dict[int, dict[str, Status]] = {}
         # Positions whose code is 0, when the runner already knows them; None: not known.
         # Whoever changes ``codes`` afterwards must reset it.
         self.passed: IntArray | None = None
@@ -237,6 +241,8 @@ class ScoreOutcome:
     totals: IntArray
     # plugin name -> (raw, normalized, weighted), each aligned with ``nodes``; only if recorded.
     per_plugin: dict[str, tuple[IntArray, IntArray, IntArray]] = field(default_factory=dict)
+    # An Error when a plugin's Score or NormalizeScore failed (the totals then mean nothing).
+    status: Status = SUCCESS
 
 
 class Framework:
@@ -529,14 +535,20 @@ class Framework:
         for name, score, normalize, weight, check, checked in self._score_steps:
             if skip and name in skip:
                 continue
-            raw = score(state, pod, snap, nodes)
-            if type(raw) is not np.ndarray or raw.dtype is not _INT64:
-                raw = np.asarray(raw, dtype=np.int64)
-            if normalize is None:
-                norm = raw
-            else:
-                normalized = normalize(state, pod, raw)
-                norm = raw if normalized is None else np.asarray(normalized, dtype=np.int64)
+            step = "Score"
+            try:
+                raw = score(state, pod, snap, nodes)
+                if type(raw) is not np.ndarray or raw.dtype is not _INT64:
+                    raw = np.asarray(raw, dtype=np.int64)
+                step = "Normalize on Score"
+                normalized = None if normalize is None else normalize(state, pod, raw)
+            except StatusError as err:
+                # Upstream's wording: the runner wraps the plugin's error twice.
+                failed = Status(Code.ERROR, (f'running {step} plugins: plugin "{name}" failed '
+                                             f"with: {err.status.message()}",), name)
+                return ScoreOutcome(nodes, np.zeros(len(nodes), dtype=np.int64), per_plugin,
+                                    failed)
+            norm = raw if normalized is None else np.asarray(normalized, dtype=np.int64)
             if check and norm is not checked[0] and len(norm):
                 # One pass checks both bounds: a negative score read as unsigned is huge.
                 if int(np.maximum.reduce(norm.view(np.uint64))) > MAX_NODE_SCORE:

@@ -72,6 +72,16 @@ class Status:
         return Status(self.code, self.reasons, plugin)
 
 
+class StatusError(Exception):
+    """A non-success status raised by a plugin method that returns values rather than a Status
+    (the vectorised Score), where upstream's method returns that status; the runtime turns it
+    back into the status (Score: the pod's cycle fails with an Error)."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
 SUCCESS = Status()
 _SUCCESS_BY_PLUGIN: dict[str, Status] = {}
 # The verdict of a PreFilter or PreScore with nothing to do for a pod (statuses are immutable,

@@ -9,17 +9,17 @@ them, so this module works with whatever filter plugins a profile enables.
 
 Upstream dry-runs on copies of each NodeInfo; we mutate the shared snapshot in place and always
 restore it (matrices, per-node pod order and the global pod order) before returning, which is far
-cheaper than copying matrices. The plugin never acts: it returns the victims, the nominated node
-and the lower-priority pods whose nomination to that node must be cleared, and the host evicts and
-updates. Asynchronous preemption, extenders and pod-group (workload-aware) preemption are not
-modelled; candidates are examined sequentially, so the "stop once enough candidates are found"
+cheaper than copying matrices. The plugin never acts: it returns the victims and the nominated
+node, and the host evicts, clears the lower-priority nominations to that node and nominates.
+Asynchronous preemption, extenders and pod-group (workload-aware) preemption are not modelled;
+candidates are examined sequentially, so the "stop once enough candidates are found"
 rule is exact rather than racy as in upstream's parallel search.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kubeberth.api.errors import InputError
@@ -102,14 +102,6 @@ class Candidate:
 
 
 @dataclass(slots=True)
-class PreemptionResult(PostFilterResult):
-    """PostFilterResult plus the lower-priority pods nominated to the chosen node: upstream
-    clears their nomination (they may no longer fit there), so the host must do the same."""
-
-    nominations_to_clear: list[PodInfo] = field(default_factory=list)
-
-
-@dataclass(slots=True)
 class CompiledPDB:
     """A PodDisruptionBudget reduced to what victim selection reads; ``matches`` is None for a
     nil, empty or invalid selector, which upstream treats as matching nothing."""
@@ -173,24 +165,13 @@ def _filter_with_nominated(fw: Framework, state: CycleState, pod: PodInfo, snap:
                            node: int, nominator: Nominator) -> Status:
     """Upstream ``RunFilterPluginsWithNominatedPods``: the pod must fit both with the pods of
     equal or higher priority nominated to the node counted as running and without them."""
-    nominated = [pi for pi in nominator.pods_for(node)
-                 if pi.priority >= pod.priority and pi.key != pod.key and pi.node < 0]
-    if nominated:
-        with_nominated = state.clone()
-        added: list[PodInfo] = []
-        try:
-            for pi in nominated:
-                snap.add_pod(pi, node)
-                added.append(pi)
-                st = fw.run_pre_filter_extension_add_pod(with_nominated, pod, pi, node, snap)
-                if not st.ok:
-                    return _as_error(st)
-            st = fw.run_filters_on_node(with_nominated, pod, snap, node)
-        finally:
-            for pi in added:
-                snap.remove_pod(pi)
-        if not st.ok:
-            return st
+    with nominator.counted_on(fw, state, pod, snap, node) as nominated:
+        if nominated is not None:
+            trial, st = nominated
+            if st.ok:
+                st = fw.run_filters_on_node(trial, pod, snap, node)
+            if not st.ok:
+                return st
     return fw.run_filters_on_node(state, pod, snap, node)
 
 
@@ -455,7 +436,8 @@ def extender_candidates(extenders: Sequence[HTTPExtender], pod: PodInfo, snap: C
 def nominate(handle: Handle, pod: PodInfo, snap: ClusterState, candidates: list[Candidate]
              ) -> tuple[PostFilterResult | None, Status]:
     """The end of upstream's ``Evaluator.Preempt`` once candidates exist: the extenders'
-    ProcessPreemption, the best candidate, and the lower-priority nominations it clears."""
+    ProcessPreemption and the best candidate, with upstream's success message. The scheduler
+    clears the lower-priority nominations to that node when it nominates the pod."""
     if handle.extenders:
         try:
             candidates = extender_candidates(handle.extenders, pod, snap, candidates)
@@ -464,9 +446,10 @@ def nominate(handle: Handle, pod: PodInfo, snap: ClusterState, candidates: list[
     best = select_candidate(candidates)
     if best is None:
         return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
-    to_clear = [pi for pi in handle.nominator.pods_for(best.node) if pi.priority < pod.priority]
-    return (PreemptionResult(nominated_node=best.name, victims=list(best.victims),
-                             nominations_to_clear=to_clear), SUCCESS)
+    found = (f"found a potential placement for pod on node {best.name}, preempting "
+             f"{len(best.victims)} victims")
+    return (PostFilterResult(nominated_node=best.name, victims=list(best.victims)),
+            Status(Code.SUCCESS, (found,)))
 
 
 # ---- plugin ----------------------------------------------------------------------------------

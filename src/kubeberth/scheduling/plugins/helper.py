@@ -18,7 +18,7 @@ import re
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -27,7 +27,13 @@ import numpy.typing as npt
 from kubeberth.api.errors import InputError
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE, PreFilterExtensions
-from kubeberth.scheduling.framework.status import SUCCESS, FilterResult, Status
+from kubeberth.scheduling.framework.status import (
+    SUCCESS,
+    Code,
+    FilterResult,
+    Status,
+    StatusError,
+)
 from kubeberth.state.cluster import BoolArray, ClusterState, IntArray, PodInfo
 
 IdArray = npt.NDArray[np.int32]
@@ -97,6 +103,19 @@ def label_mask(snap: ClusterState, key: str, nodes: IntArray,
 
 
 # ---- filter results --------------------------------------------------------------------------
+_T = TypeVar("_T")
+
+
+def pre_score_state(state: CycleState, key: str, kind: type[_T], verb: str) -> _T:
+    """What the plugin's PreScore wrote under ``key``. Without it (a profile that disables the
+    plugin's PreScore) upstream's Score fails with an Error status that fails the pod's cycle;
+    ``verb`` is how the plugin words it ("failed to read", "error reading")."""
+    value = state.get(key)
+    if isinstance(value, kind):
+        return value
+    raise StatusError(Status(Code.ERROR, (f'{verb} "{key}" from cycleState: not found',)))
+
+
 def all_pass(n: int) -> FilterResult:
     """A verdict that passes all ``n`` candidates (shared read-only arrays)."""
     return FilterResult.passing(n)

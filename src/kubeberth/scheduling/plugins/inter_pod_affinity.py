@@ -45,7 +45,7 @@ from kubeberth.scheduling.framework.interface import (
     ScorePlugin,
 )
 from kubeberth.scheduling.framework.status import SKIP, SUCCESS, Code, FilterResult, Status
-from kubeberth.scheduling.plugins.helper import UpdateWithPod
+from kubeberth.scheduling.plugins.helper import UpdateWithPod, pre_score_state
 from kubeberth.scheduling.plugins.pod_topology_spread import DomainIndex
 from kubeberth.state.cluster import BoolArray, ClusterState, IntArray, PodInfo
 
@@ -547,7 +547,7 @@ class InterPodAffinity(PreFilterPlugin, UpdateWithPod, FilterPlugin, PreScorePlu
 
     def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
               nodes: IntArray) -> IntArray:
-        s = state.read(PRE_SCORE_STATE_KEY, _PreScoreState)
+        s = pre_score_state(state, PRE_SCORE_STATE_KEY, _PreScoreState, "failed to read")
         total = np.zeros(len(nodes), dtype=np.int64)
         for key, per_value in s.topology_score.items():
             dom = self._domains.get(snap, key)
@@ -556,7 +556,7 @@ class InterPodAffinity(PreFilterPlugin, UpdateWithPod, FilterPlugin, PreScorePlu
 
     def normalize_score(self, state: CycleState, pod: PodInfo,
                         scores: IntArray) -> IntArray | None:
-        s = state.read(PRE_SCORE_STATE_KEY, _PreScoreState)
+        s = pre_score_state(state, PRE_SCORE_STATE_KEY, _PreScoreState, "failed to read")
         if not s.topology_score or len(scores) == 0:
             return None
         low, high = int(scores.min()), int(scores.max())

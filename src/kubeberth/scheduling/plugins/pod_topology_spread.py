@@ -47,7 +47,7 @@ from kubeberth.scheduling.framework.interface import (
     ScorePlugin,
 )
 from kubeberth.scheduling.framework.status import SKIP, SUCCESS, Code, FilterResult, Status
-from kubeberth.scheduling.plugins.helper import UpdateWithPod
+from kubeberth.scheduling.plugins.helper import UpdateWithPod, pre_score_state
 from kubeberth.state.cluster import BoolArray, ClusterState, IntArray, PodInfo
 
 NAME = "PodTopologySpread"
@@ -669,7 +669,7 @@ class PodTopologySpread(PreFilterPlugin, UpdateWithPod, FilterPlugin, PreScorePl
 
     def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
               nodes: IntArray) -> IntArray:
-        s = state.read(PRE_SCORE_STATE_KEY, _PreScoreState)
+        s = pre_score_state(state, PRE_SCORE_STATE_KEY, _PreScoreState, "error reading")
         total = np.zeros(len(nodes), dtype=np.float64)
         for i, c in enumerate(s.constraints):
             per_node = s.slot_counts[i][nodes].astype(np.float64) * s.weights[i] \
@@ -683,7 +683,7 @@ class PodTopologySpread(PreFilterPlugin, UpdateWithPod, FilterPlugin, PreScorePl
 
     def normalize_score(self, state: CycleState, pod: PodInfo,
                         scores: IntArray) -> IntArray | None:
-        s = state.read(PRE_SCORE_STATE_KEY, _PreScoreState)
+        s = pre_score_state(state, PRE_SCORE_STATE_KEY, _PreScoreState, "error reading")
         ignored = s.scored_ignored
         if ignored.shape != scores.shape:
             raise RuntimeError("PodTopologySpread.normalize_score got scores for other nodes "

@@ -1,8 +1,9 @@
 """TaintToleration: keep pods off nodes whose taints they do not tolerate, prefer fewer taints.
 
-Filter rejects a node (UnschedulableAndUnresolvable) at its first NoSchedule or NoExecute taint,
-in the node's taint order, that no toleration of the pod tolerates, naming that taint as upstream
-does. Score counts the PreferNoSchedule taints the pod's PreferNoSchedule (or effect-less)
+Filter rejects a node (UnschedulableAndUnresolvable) that has a NoSchedule or NoExecute taint no
+toleration of the pod tolerates, with upstream v1.37's reason "node(s) had untolerated taint(s)"
+(upstream names the taint only in its log, so FitError histograms count all such nodes as one
+reason). Score counts the PreferNoSchedule taints the pod's PreferNoSchedule (or effect-less)
 tolerations do not tolerate; NormalizeScore reverses it so fewer such taints score higher. Both
 work per distinct taint list (:meth:`ClusterState.taint_groups`), which real clusters have few
 of, and spread the result to nodes with one gather; when no taint list has a taint of the
@@ -35,6 +36,7 @@ from kubeberth.scheduling.plugins.helper import (
     IdArray,
     all_pass,
     default_normalize_score,
+    pre_score_state,
     reject_args,
 )
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
@@ -55,8 +57,8 @@ def first_untolerated(taints: Sequence[Taint], tolerations: list[Toleration]) ->
     return None
 
 
-def untolerated_reason(taint: Taint) -> str:
-    return "node(s) had untolerated taint {" + taint.key + ": " + taint.value + "}"
+REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
+_REASONS: list[tuple[str, ...]] = [(), (REASON_UNTOLERATED,)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,38 +126,32 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensio
         if not self._index.hard:
             return all_pass(len(nodes))
         tolerations = pod.pod.spec.tolerations
-        reason_of_group: IdArray | None = None
-        table: list[tuple[str, ...]] = [()]
+        untolerated: IdArray | None = None  # per taint group: 1 when it rejects the pod
         for g, taints in self._index.hard:
-            taint = first_untolerated(taints, tolerations)
-            if taint is not None:
-                if reason_of_group is None:
-                    reason_of_group = np.zeros(len(groups), dtype=np.int32)
-                table.append((untolerated_reason(taint),))
-                reason_of_group[g] = len(table) - 1
-        if reason_of_group is None:
+            if first_untolerated(taints, tolerations) is not None:
+                if untolerated is None:
+                    untolerated = np.zeros(len(groups), dtype=np.int32)
+                untolerated[g] = 1
+        if untolerated is None:
             return all_pass(len(nodes))
-        ids = reason_of_group.take(group_of.take(nodes))
+        ids = untolerated.take(group_of.take(nodes))
         codes = np.where(ids > 0, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
                          np.int8(0)).astype(np.int8)
-        return FilterResult(codes, ids, table)
+        return FilterResult(codes, ids, list(_REASONS))
 
     def pre_score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                   nodes: IntArray) -> Status:
-        self._index.update(snap.taint_groups()[1])
-        if self._index.prefer:  # else Score reads no tolerations
-            state.write(PRE_SCORE_KEY, PreScoreState(prefer_no_schedule_tolerations(pod)))
+        state.write(PRE_SCORE_KEY, PreScoreState(prefer_no_schedule_tolerations(pod)))
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, snap: ClusterState,
               nodes: IntArray) -> IntArray:
+        tolerations = pre_score_state(state, PRE_SCORE_KEY, PreScoreState,
+                                      "failed to read").tolerations
         group_of, groups = snap.taint_groups()
         self._index.update(groups)
         if not self._index.prefer:
             return _constant_scores(len(nodes), 0)
-        s = state.get(PRE_SCORE_KEY)
-        tolerations = s.tolerations if isinstance(s, PreScoreState) else \
-            prefer_no_schedule_tolerations(pod)
         counts = np.zeros(len(groups), dtype=np.int64)
         for g, taints in self._index.prefer:
             counts[g] = sum(1 for t in taints if t.effect == PREFER_NO_SCHEDULE
