@@ -503,7 +503,8 @@ def load_manifests_into(api: Api, manifests: Manifests) -> list[str]:
     """Create the objects of ``manifests``: namespaces, priority classes and nodes first, pods
     last; namespaces that objects use but do not define are created. Returns the kinds skipped
     because they are not served (configuration kinds such as DeschedulerPolicy)."""
-    docs = [doc for doc in manifests.origins.values()] + list(manifests.other)
+    docs = [doc for doc in manifests.origins.values()] + list(manifests.other) \
+        + list(manifests.workload_api)
     order = {"Namespace": 0, "PriorityClass": 1, "Node": 2, "Pod": 4}
     docs.sort(key=lambda d: order.get(d.kind, 3))
     skipped: list[str] = []

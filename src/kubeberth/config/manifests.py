@@ -62,13 +62,13 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "ReplicaSet": ("apps/v1",),
     "StatefulSet": ("apps/v1",),
     "Job": ("batch/v1",),
-    "PodGroup": (*_SIG_SCHEDULING, "scheduling.volcano.sh/v1beta1"),
+    "PodGroup": (*_SIG_SCHEDULING, "scheduling.volcano.sh/v1beta1", "scheduling.k8s.io/v1alpha2"),
     "ElasticQuota": _SIG_SCHEDULING,
     "Queue": ("scheduling.volcano.sh/v1beta1",),
     "ClusterQueue": _KUEUE,
     "LocalQueue": _KUEUE,
     "ResourceFlavor": _KUEUE,
-    "Workload": _KUEUE,
+    "Workload": (*_KUEUE, "scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1alpha1"),
     "WorkloadPriorityClass": _KUEUE,
     "AdmissionCheck": _KUEUE,
     "Cohort": (*_KUEUE, "kueue.x-k8s.io/v1alpha1"),
@@ -77,6 +77,7 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "DeschedulerPolicy": ("descheduler/v1alpha2",),
     "KubeSchedulerConfiguration": ("kubescheduler.config.k8s.io/v1",),
 }
+_WORKLOAD_API = "scheduling.k8s.io/v1alpha"
 _EXPECTED_KINDS = "a kind kubeberth reads: " + ", ".join(
     f"{kind} ({' or '.join(versions)})" for kind, versions in KNOWN_KINDS.items())
 
@@ -92,6 +93,9 @@ class Manifests:
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     # Documents of the other known kinds, in input order, for the layers that parse them.
     other: list[Document] = field(default_factory=list)
+    # scheduling.k8s.io Workloads and PodGroups (native gangs), kept apart from Kueue's
+    # Workloads and scheduler-plugins' PodGroups that share their kind names.
+    workload_api: list[Document] = field(default_factory=list)
     # (kind, namespace, name) -> the document that defined it, to locate later errors.
     origins: dict[tuple[str, str, str], Document] = field(default_factory=dict)
 
@@ -160,6 +164,8 @@ def load_manifests(paths: str | Path | Iterable[str | Path]) -> Manifests:
                 pdb = _pdb(doc)
                 _remember(out, doc, kind, pdb.metadata.namespace, pdb.metadata.name)
                 out.pdbs.append(pdb)
+            elif str(doc.data.get("apiVersion")).startswith(_WORKLOAD_API):
+                out.workload_api.append(doc)
             else:
                 out.other.append(doc)
     return out

@@ -574,7 +574,7 @@ def _merge_extras(a: Manifests, b: Manifests) -> Manifests:
     return Manifests(
         priority_classes=a.priority_classes + b.priority_classes,
         namespaces=a.namespaces + b.namespaces, pdbs=a.pdbs + b.pdbs, other=a.other + b.other,
-        origins={**a.origins, **b.origins},
+        workload_api=a.workload_api + b.workload_api, origins={**a.origins, **b.origins},
     )
 
 
