@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeberth.api.times import format_time
-from kubeberth.apiserver import admission, errors, patch
+from kubeberth.apiserver import admission, errors, limits, patch, quantities
 from kubeberth.apiserver.disruption import pod_view, scale_lookup, typed_pdb
 from kubeberth.apiserver.resources import Registry, ResourceType
 from kubeberth.apiserver.selectors import parse_field_selector, parse_label_selector
@@ -77,6 +77,7 @@ class Api:
         ns = obj["metadata"].get("namespace", "")
         if rt.namespaced and self.store.get(self.namespaces, "", ns) is None:
             raise errors.not_found("namespaces", ns)
+        quantities.check(rt, obj)
         admission.validate(rt, obj)
         if rt.kind not in ("Node", "Event", "Lease"):
             obj.pop("status", None)  # status is written through its subresource
@@ -168,6 +169,8 @@ class Api:
                     new["status"] = copy.deepcopy(old["status"])
                 else:
                     new.pop("status", None)
+        quantities.check(rt, new)
+        if not subresource:
             admission.validate(rt, new)
             if rt.kind == "Pod":
                 admission.check_pod_update(name, old, new)
@@ -181,10 +184,11 @@ class Api:
         return stored
 
     def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str,
-              body: bytes, subresource: str = "", version: str = "", *,
+              body: Any, subresource: str = "", version: str = "", *,
               dry_run: bool = False) -> Obj:
-        """The patch applies to the object as the URL's version serves it (stored objects keep
-        the version they were written in; the kinds we serve differ only in apiVersion)."""
+        """Apply the PATCH ``body`` (decoded, or JSON bytes) to the object as the URL's version
+        serves it (stored objects keep the version they were written in; the kinds we serve
+        differ only in apiVersion)."""
         old = self.store.must_get(rt, namespace, name)
         version = version or rt.versions[0]
         result = _apply_patch({**old, "apiVersion": rt.api_version(version)}, content_type,
@@ -194,7 +198,7 @@ class Api:
         return self._write(rt, old, new, subresource, dry_run=dry_run)
 
     def patch_scale(self, rt: ResourceType, namespace: str, name: str, content_type: str,
-                    body: bytes) -> Obj:
+                    body: Any) -> Obj:
         """PATCH on the scale subresource (what ``kubectl scale`` sends)."""
         return self.update_scale(rt, namespace, name,
                                  _apply_patch(self.scale(rt, namespace, name), content_type,
@@ -362,29 +366,36 @@ class Api:
         return self.create(self.events, namespace, body)
 
 
-def _apply_patch(old: Obj, content_type: str, body: bytes) -> Obj:
-    """``old`` with a PATCH body applied, by the patch type its Content-Type names."""
-    try:
-        data = json.loads(body or b"null")
-    except ValueError as err:
-        raise errors.bad_request(f"the patch is not valid JSON: {err}") from None
+def patch_type(content_type: str) -> str:
+    """The patch type a PATCH's Content-Type names; 415 for one the server does not apply
+    (checked before the body is read, as upstream)."""
     kind = content_type.split(";")[0].strip()
+    if kind in (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH):
+        return kind
+    if kind == APPLY_PATCH:
+        raise errors.ApiError(415, "UnsupportedMediaType", "server-side apply is not "
+                              "supported by kubeberth's API server; use client-side "
+                              "kubectl apply (without --server-side)")
+    raise errors.ApiError(415, "UnsupportedMediaType", f"the body of the request was "
+                          f"in an unknown format - accepted media types include: "
+                          f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_PATCH}")
+
+
+def _apply_patch(old: Obj, content_type: str, data: Any) -> Obj:
+    """``old`` with a PATCH body (decoded, or JSON bytes) applied, by the patch type its
+    Content-Type names."""
+    kind = patch_type(content_type)
+    if isinstance(data, bytes):
+        data = limits.decode_json(data or b"null", "the patch")
     if kind == JSON_PATCH:
         result = patch.json_patch(old, data)
     elif kind == MERGE_PATCH:
         result = patch.json_merge_patch(old, _object_patch(data))
-    elif kind == STRATEGIC_PATCH:
-        result = patch.strategic_merge_patch(old, _object_patch(data))
-    elif kind == APPLY_PATCH:
-        raise errors.ApiError(415, "UnsupportedMediaType", "server-side apply is not "
-                              "supported by kubeberth's API server; use client-side "
-                              "kubectl apply (without --server-side)")
     else:
-        raise errors.ApiError(415, "UnsupportedMediaType", f"the body of the request was "
-                              f"in an unknown format - accepted media types include: "
-                              f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_PATCH}")
+        result = patch.strategic_merge_patch(old, _object_patch(data))
     if not isinstance(result, dict):
         raise errors.bad_request("the patch does not leave an object")
+    limits.check_json_data(result, "the patched object")
     return result
 
 
