@@ -512,12 +512,15 @@ def _int_param(q: Mapping[str, str], name: str) -> int:
     raw = q.get(name, "")
     if not raw:
         return 0
-    if raw.startswith("-") and raw[1:].isascii() and raw[1:].isdigit():
+    digits = raw[1:] if raw.startswith("-") else raw
+    significant = digits.lstrip("0") or "0"
+    if not (digits.isascii() and digits.isdigit()) or len(significant) > 19 or \
+            int(significant) > 2**63 - 1:
+        raise errors.bad_request(f'{name}: Invalid value: "{raw[:64]}": strconv.ParseInt: '
+                                 f'parsing "{raw[:64]}": invalid syntax or out of range')
+    if raw.startswith("-") and significant != "0":
         raise errors.bad_request(f"{name}: must not be negative")
-    if not (raw.isascii() and raw.isdigit()) or int(raw) > 2**63 - 1:
-        raise errors.bad_request(f'{name}: Invalid value: "{raw}": strconv.ParseInt: '
-                                 f'parsing "{raw}": invalid syntax')
-    return int(raw)
+    return int(significant)
 
 
 def _table_version(request: web.Request) -> str:

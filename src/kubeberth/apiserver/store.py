@@ -35,7 +35,7 @@ Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped obje
 DEFAULT_HISTORY = 2000
 # Bytes of object JSON each resource's history may hold (its newest event is always kept).
 DEFAULT_HISTORY_BYTES = 32 * 2**20
-_RV = re.compile(r"[0-9]{1,20}")
+_RV = re.compile(r"0*([0-9]{1,20})")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -80,11 +80,13 @@ def object_key(obj: Obj) -> Key:
 def parse_rv(text: str, what: str = "resourceVersion") -> int:
     """A resourceVersion as upstream parses it (ASCII digits, uint64; no sign, spaces or
     underscores, which Python's int() would accept)."""
-    if _RV.fullmatch(text) is None or int(text) > 2**64 - 1:
-        raise errors.bad_request(f'{what}: Invalid value: "{text}": strconv.ParseUint: '
-                                 f'parsing "{text}": invalid syntax (expected a '
+    match = _RV.fullmatch(text)
+    if match is None or int(match[1]) > 2**64 - 1:
+        shown = text[:64]
+        raise errors.bad_request(f'{what}: Invalid value: "{shown}": strconv.ParseUint: '
+                                 f'parsing "{shown}": invalid syntax (expected a '
                                  "resourceVersion returned by this server)")
-    return int(text)
+    return int(match[1])
 
 
 class Store:
