@@ -272,3 +272,26 @@ def test_kubeconfig_is_private(tmp_path: Path) -> None:
         path = srv.write_kubeconfig(tmp_path / "kc")
         assert path.stat().st_mode & 0o777 == 0o600
         assert "token: t" in path.read_text()
+
+
+def test_metrics_skip_stored_objects_they_cannot_read() -> None:
+    """Objects that bypassed validation (written before it existed, or by a bug) must not
+    take /metrics down for everyone."""
+    with EmbeddedServer() as srv, httpx.Client(base_url=srv.url, timeout=30) as http:
+        store, api = srv.cluster.store, srv.api
+        poison = pod_body("poison")
+        poison["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1e400"
+        broken = pod_body("broken")
+        broken["spec"]["containers"] = "not a list"
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "odd"},
+                "spec": {"taints": "not a list"},
+                "status": {"capacity": {"cpu": "1e999999999", "memory": float("nan")}}}
+        srv.call(lambda: [store.insert(api.pods, poison), store.insert(api.pods, broken),
+                          store.insert(api.nodes, node)])
+        http.post(PODS, json=pod_body("fine"))
+        resp = http.get("/metrics")
+        assert resp.status_code == 200
+        assert 'kube_pod_info{' in resp.text and 'pod="fine"' in resp.text
+        lines = resp.text.splitlines()
+        # The node's series read before the unreadable field stay.
+        assert any(x.startswith("kube_node_info{") and 'node="odd"' in x for x in lines)
