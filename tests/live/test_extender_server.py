@@ -312,3 +312,10 @@ def test_cli_token_and_token_file_conflict(tmp_path: Path) -> None:
                                    str(tmp_path / "token")])
     assert res.exit_code == 2
     assert "--token and --token-file both given" in res.stderr
+
+
+def test_deeply_nested_body_is_400(served: tuple[ExtenderService, httpx.Client]) -> None:
+    _service, client = served
+    resp = client.post("filter", content="[" * 100_000 + "]" * 100_000)
+    assert resp.status_code == 400
+    assert "nests too deep" in resp.text

@@ -299,6 +299,8 @@ def make_app(service: ExtenderService, *, token: str | None = None) -> web.Appli
             answer = service.handle(verb, body)
         except (msgspec.DecodeError, BadRequest) as err:
             return web.Response(status=400, text=str(err))
+        except RecursionError:
+            return web.Response(status=400, text="the request body nests too deep")
         except InputError as err:
             return web.Response(status=422, text=str(err))
         return web.Response(body=msgspec.json.encode(answer), content_type="application/json")
