@@ -9,6 +9,7 @@ import json
 import os
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -87,8 +88,8 @@ def _encode(obj: Any, how: str) -> bytes:
 @st.composite
 def request(draw: st.DrawFn) -> dict[str, Any]:
     collection, obj = draw(mutated_object())
-    name = str((obj.get("metadata") or {}).get("name") if isinstance(obj, dict) and
-               isinstance(obj.get("metadata"), dict) else "fz")
+    name = quote(str((obj.get("metadata") or {}).get("name") if isinstance(obj, dict) and
+                     isinstance(obj.get("metadata"), dict) else "fz"), safe="")
     path = draw(st.sampled_from([collection, f"{collection}/{name}",
                                  f"{collection}/{name}/status", f"{collection}/{name}/scale",
                                  f"{collection}/fz/binding", f"{collection}/fz/eviction",

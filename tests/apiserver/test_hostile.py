@@ -295,3 +295,19 @@ def test_metrics_skip_stored_objects_they_cannot_read() -> None:
         lines = resp.text.splitlines()
         # The node's series read before the unreadable field stay.
         assert any(x.startswith("kube_node_info{") and 'node="odd"' in x for x in lines)
+
+
+@pytest.mark.parametrize(("meta", "field"), [
+    ({"name": [None]}, "name"), ({"name": "ok", "labels": {"a": 1}}, "labels"),
+    ({"name": "ok", "labels": ["a"]}, "labels"), ({"name": "ok", "finalizers": [1]},
+                                                  "finalizers"),
+    ({"name": "ok", "generation": "1"}, "generation"),
+    ({"name": "ok", "ownerReferences": ["x"]}, "ownerReferences")])
+def test_metadata_of_the_wrong_type_is_400_for_every_kind(http: httpx.Client,
+                                                          meta: dict[str, Any],
+                                                          field: str) -> None:
+    for path, kind, api in ((CQS, "ClusterQueue", "kueue.x-k8s.io/v1beta2"),
+                            ("/api/v1/namespaces/default/configmaps", "ConfigMap", "v1")):
+        err = status_of(http.post(path, json={"apiVersion": api, "kind": kind,
+                                              "metadata": meta}), 400, "BadRequest")
+        assert f"ObjectMeta.metadata.{field}" in err["message"]
