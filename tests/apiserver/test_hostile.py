@@ -311,3 +311,14 @@ def test_metadata_of_the_wrong_type_is_400_for_every_kind(http: httpx.Client,
         err = status_of(http.post(path, json={"apiVersion": api, "kind": kind,
                                               "metadata": meta}), 400, "BadRequest")
         assert f"ObjectMeta.metadata.{field}" in err["message"]
+
+
+@pytest.mark.parametrize("options", [{"gracePeriodSeconds": "soon"}, {"preconditions": [1]},
+                                     {"propagationPolicy": "Sideways"}])
+def test_bad_delete_options_are_400(http: httpx.Client, options: dict[str, Any]) -> None:
+    assert http.post(PODS, json=pod_body("victim")).status_code in (201, 409)
+    status_of(http.request("DELETE", f"{PODS}/victim", json=options), 400, "BadRequest")
+    status_of(http.post(f"{PODS}/victim/eviction", json={
+        "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "victim"},
+        "deleteOptions": options}), 400, "BadRequest")
+    assert http.get(f"{PODS}/victim").status_code == 200

@@ -261,6 +261,9 @@ class Cluster:
                 return _json(self.api.bind(namespace, name, body), 201)
             if sub == "eviction":
                 options = (body.get("deleteOptions") if isinstance(body, dict) else None) or {}
+                if not isinstance(options, dict):
+                    raise errors.bad_request("an Eviction's deleteOptions must be an object")
+                _check_delete_options(options)
                 listed = options.get("dryRun") or []
                 dry_run = _dry_run(listed if isinstance(listed, list) else [listed]) or dry_run
                 return _json(self.api.evict(namespace, name, body, dry_run=dry_run), 201)
@@ -475,6 +478,7 @@ class Cluster:
             options["propagationPolicy"] = q["propagationPolicy"]
         dry = options.get("dryRun") or q.getall("dryRun", [])
         options["dryRun"] = _dry_run(dry if isinstance(dry, list) else [dry])
+        _check_delete_options(options)
         return options
 
     async def _emit(self, event: Event, matches: Callable[[Obj | None], bool],
@@ -536,6 +540,23 @@ def _table_version(request: web.Request) -> str:
 
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+def _check_delete_options(options: dict[str, Any]) -> None:
+    """DeleteOptions' fields have their Go types and allowed values (400 otherwise)."""
+    grace = options.get("gracePeriodSeconds")
+    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+        raise errors.bad_request("json: cannot unmarshal into Go struct field "
+                                 "DeleteOptions.gracePeriodSeconds of type int64")
+    pre = options.get("preconditions")
+    if pre is not None and (not isinstance(pre, dict) or any(
+            v is not None and not isinstance(v, str) for v in pre.values())):
+        raise errors.bad_request("json: cannot unmarshal into Go struct field "
+                                 "DeleteOptions.preconditions of type v1.Preconditions")
+    policy = options.get("propagationPolicy")
+    if policy is not None and policy not in ("Orphan", "Background", "Foreground"):
+        raise errors.bad_request(f'propagationPolicy: Unsupported value: "{policy}": '
+                                 'supported values: "Background", "Foreground", "Orphan"')
 
 
 def _dry_run(values: list[Any]) -> bool:
