@@ -25,7 +25,14 @@ CQ = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
       "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
           {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "8"}]}]}]}}
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fz"}, "data": {"k": "v"}}
+DELETE_OPTIONS = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                  "preconditions": {"uid": "u"}, "propagationPolicy": "Background",
+                  "dryRun": ["All"]}
+EVICTION = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "fz"},
+            "deleteOptions": DELETE_OPTIONS}
 BASES: list[tuple[str, dict[str, Any]]] = [
+    ("/api/v1/namespaces/default/pods", DELETE_OPTIONS),
+    ("/api/v1/namespaces/default/pods", EVICTION),
     ("/api/v1/namespaces/default/pods", pod_body("fz", gpus=1)),
     ("/api/v1/nodes", NODE),
     ("/apis/kueue.x-k8s.io/v1beta2/clusterqueues", CQ),
