@@ -73,6 +73,32 @@ def test_serve_default_kubeconfig_is_under_home(cluster_file: Path, tmp_path: Pa
         assert _stop(proc) == 0
 
 
+def test_serve_restart_keeps_its_certificate_and_token(cluster_file: Path,
+                                                       tmp_path: Path) -> None:
+    """As kube-apiserver reuses the pair it generated in --cert-dir: a client holding the first
+    run's kubeconfig (a controller) reaches the restarted server; a fresh --cert-dir gets new
+    credentials."""
+    kubeconfig = tmp_path / "kc.yaml"
+    certs = tmp_path / "certs"
+
+    def run(cert_dir: Path) -> tuple[str, str]:
+        proc, _ = _start("-f", str(cluster_file), "--port", "0", "--kubeconfig-out",
+                         str(kubeconfig), "--cert-dir", str(cert_dir))
+        try:
+            config = yaml.safe_load(kubeconfig.read_text())
+            return (config["clusters"][0]["cluster"]["certificate-authority-data"],
+                    config["users"][0]["user"]["token"])
+        finally:
+            assert _stop(proc) == 0
+
+    first = run(certs)
+    assert stat.S_IMODE((certs / "apiserver.pem").stat().st_mode) == 0o600
+    assert stat.S_IMODE((certs / "token").stat().st_mode) == 0o600
+    assert run(certs) == first
+    other = run(tmp_path / "other")
+    assert other[0] != first[0] and other[1] != first[1]
+
+
 def test_serve_no_auth_prints_the_server_and_warns(cluster_file: Path, tmp_path: Path) -> None:
     proc, lines = _start("-f", str(cluster_file), "--port", "0", "--no-auth",
                          "--metrics-public", home=tmp_path)

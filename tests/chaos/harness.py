@@ -121,7 +121,7 @@ class Chaos:
                                      "--port", str(self.port), "--token", TOKEN,
                                      "--kubeconfig-out", str(self.kubeconfig)],
                            self._log("serve"), env)
-        match = self.server.wait_for_line(r"listening on http://127\.0\.0\.1:(\d+)")
+        match = self.server.wait_for_line(r"listening on https://127\.0\.0\.1:(\d+)")
         self.port = int(match.group(1))
         wait_for(self.kubeconfig.exists, "the kubeconfig")
 

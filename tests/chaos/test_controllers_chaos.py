@@ -293,6 +293,9 @@ class Prometheus:
 global: {{scrape_interval: 500ms, evaluation_interval: 500ms}}
 scrape_configs:
 - job_name: kube-state-metrics
+  scheme: https
+  # serve's certificate is self-signed and made anew at each restart; the target is loopback.
+  tls_config: {{insecure_skip_verify: true}}
   authorization: {{credentials: {TOKEN}}}
   static_configs: [{{targets: ["{target}"]}}]
 """)

@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 CERT_DAYS = 365
+_PAIR, _TOKEN = "apiserver.pem", "token"
 
 
 def generate_token() -> str:
@@ -67,6 +68,20 @@ class ServingCert:
                                      serialization.PrivateFormat.PKCS8,
                                      serialization.NoEncryption()))
 
+    def covers(self, host: str) -> bool:
+        """Whether the certificate is valid for a day more and names ``host`` (an IP
+        address) among its SANs; a host name is served under localhost's entry."""
+        cert = x509.load_pem_x509_certificate(self.cert_pem)
+        if cert.not_valid_after_utc < datetime.datetime.now(datetime.UTC) + \
+                datetime.timedelta(days=1):
+            return False
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return True
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        return address in sans.get_values_for_type(x509.IPAddress)
+
     def server_context(self) -> ssl.SSLContext:
         """A server TLS context (ssl loads keys only from files: a private temporary
         directory holds them for the call)."""
@@ -95,3 +110,34 @@ def write_private(path: Path, data: bytes) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def reuse_or_generate(cert_dir: Path, host: str, token: str | None
+                      ) -> tuple[ServingCert, str]:
+    """The self-signed pair and token a restarted server keeps, as kube-apiserver reuses the
+    pair it generated in ``--cert-dir``: clients holding the old kubeconfig (controllers, a
+    running kubectl) reconnect after a restart. Certificate and key are one file written
+    atomically, so two servers starting at once never pair one's key with the other's
+    certificate. ``token`` (``--token``) is used as given and never written."""
+    cert_dir = cert_dir.expanduser()
+    pair = cert_dir / _PAIR
+    cert: ServingCert | None = None
+    with contextlib.suppress(OSError, ValueError):
+        text = pair.read_bytes()
+        split = text.index(b"-----BEGIN PRIVATE KEY-----")
+        cert = ServingCert(text[:split], text[split:])
+        if not cert.covers(host):
+            cert = None
+    if cert is None:
+        cert = ServingCert.self_signed(host)
+        write_private(pair, cert.cert_pem + cert.key_pem)
+    if token is None:
+        token_file = cert_dir / _TOKEN
+        try:
+            token = token_file.read_text().strip() or None
+        except OSError:
+            token = None
+        if token is None:
+            token = generate_token()
+            write_private(token_file, token.encode())
+    return cert, token

@@ -29,6 +29,9 @@ _out = Console(highlight=False, soft_wrap=True)
 
 
 DEFAULT_KUBECONFIG = Path("~/.kube/kubeberth-serve.yaml")
+# Generated credentials live here unless --cert-dir says otherwise (kube-apiserver's
+# --cert-dir defaults to /var/run/kubernetes; a user's own cache suits a loopback server).
+DEFAULT_CERT_DIR = Path("~/.cache/kubeberth/serve")
 
 NoAuthOption = Annotated[bool, typer.Option(
     "--no-auth", help="Serve plain HTTP with no token: any local user and process can then "
@@ -50,20 +53,33 @@ class Access:
     serving_cert: ServingCert | None
 
 
+CertDirOption = Annotated[Path, typer.Option(
+    "--cert-dir", help="Where the generated self-signed certificate and token are kept and "
+                       "reused at the next start, so clients reconnect after a restart "
+                       "(ignored with --tls-cert-file; the token with --token).")]
+
+
 def access(no_auth: bool, token: str | None, tls_cert_file: Path | None,
-           address: str = "127.0.0.1") -> Access:
+           address: str = "127.0.0.1", cert_dir: Path = DEFAULT_CERT_DIR) -> Access:
     """The token and serving certificate ``serve`` and ``up`` start with: secure by default
     (a generated token, and a self-signed certificate unless one is given, since kubectl sends
-    a token only over HTTPS); ``--no-auth`` is the explicit opt-out."""
-    from kubeberth.apiserver.credentials import ServingCert, generate_token
+    a token only over HTTPS), both kept in ``cert_dir`` across restarts; ``--no-auth`` is the
+    explicit opt-out."""
+    from kubeberth.apiserver.credentials import generate_token, reuse_or_generate
 
     if no_auth:
         if token is not None:
             raise InputError("--token and --no-auth contradict each other", field="--token",
                              expected="one of them: --no-auth serves without any token")
         return Access(None, None)
-    cert = ServingCert.self_signed(address) if tls_cert_file is None else None
-    return Access(token or generate_token(), cert)
+    if tls_cert_file is not None:
+        return Access(token or generate_token(), None)
+    try:
+        cert, token = reuse_or_generate(cert_dir, address, token)
+    except OSError as err:
+        raise InputError(f"cannot keep credentials in {cert_dir}: {err.strerror}",
+                         field="--cert-dir", expected="a directory this user can write") from None
+    return Access(token, cert)
 
 
 def kubectl_hint(url: str, kubeconfig: Path | None, tls: bool) -> str:
@@ -93,6 +109,7 @@ def serve(
     metrics_public: MetricsPublicOption = False,
     tls_cert_file: TlsCertFileOption = None,
     tls_private_key_file: TlsPrivateKeyFileOption = None,
+    cert_dir: CertDirOption = DEFAULT_CERT_DIR,
 ) -> None:
     """Serve an embedded Kubernetes API (kubectl works against it) with a fake kubelet."""
     from kubeberth.apiserver import EmbeddedServer
@@ -100,7 +117,7 @@ def serve(
     from kubeberth.live.controller import stop_on_signals
 
     try:
-        how = access(no_auth, token, tls_cert_file, address)
+        how = access(no_auth, token, tls_cert_file, address, cert_dir)
         manifests = load_manifests(filename) if filename else None
         server = EmbeddedServer(manifests=manifests, host=address, port=port, token=how.token,
                                 tls_cert=tls_cert_file, tls_key=tls_private_key_file,

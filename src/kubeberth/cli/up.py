@@ -30,7 +30,14 @@ from kubeberth.cli.live_common import (
     leader_timing,
     setup_logging,
 )
-from kubeberth.cli.serve import MetricsPublicOption, NoAuthOption, TokenOption, access
+from kubeberth.cli.serve import (
+    DEFAULT_CERT_DIR,
+    CertDirOption,
+    MetricsPublicOption,
+    NoAuthOption,
+    TokenOption,
+    access,
+)
 
 if TYPE_CHECKING:
     from kubeberth.apiserver import EmbeddedServer
@@ -114,6 +121,7 @@ def up_command(
     token: TokenOption = None,
     no_auth: NoAuthOption = False,
     metrics_public: MetricsPublicOption = False,
+    cert_dir: CertDirOption = DEFAULT_CERT_DIR,
 ) -> None:
     """Start the embedded API server with a demo GPU cluster and all four controllers
     (scheduler, admission, descheduler, spill-controller); print how to look at it."""
@@ -124,7 +132,7 @@ def up_command(
     demo = demo_dir()
     kubeconfig = (kubeconfig_out or DEFAULT_KUBECONFIG).expanduser()
     try:
-        how = access(no_auth, token, tls_cert_file)
+        how = access(no_auth, token, tls_cert_file, cert_dir=cert_dir)
         manifests = load_manifests([demo / f for f in CLUSTER_FILES])
         server = EmbeddedServer(manifests=manifests, port=port, token=how.token,
                                 tls_cert=tls_cert_file, tls_key=tls_private_key_file,
