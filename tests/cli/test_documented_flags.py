@@ -9,10 +9,10 @@ import importlib.util
 import json
 from pathlib import Path
 
+from tests.paths import EXAMPLES
 from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
-from tests.paths import EXAMPLES
 
 CLUSTER = str(EXAMPLES / "spill" / "cluster.yaml")
 WORKLOAD = str(EXAMPLES / "spill" / "workload.yaml")
