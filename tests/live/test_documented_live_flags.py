@@ -168,6 +168,7 @@ profiles:
 def test_extender_host_seed_plugin_and_old_tls_key(tmp_path: Path,
                                                    certificate: tuple[Path, Path]) -> None:
     cert, key = certificate
+    trust = ssl.create_default_context(cafile=str(cert))
     config = write(tmp_path / "config.yaml", EXTENDER_CONFIG)
     env = {"PYTHONPATH": os.pathsep.join([str(NODENUMBER), os.environ.get("PYTHONPATH", "")]),
            "COLUMNS": "300"}
@@ -183,8 +184,8 @@ def test_extender_host_seed_plugin_and_old_tls_key(tmp_path: Path,
             assert "warning: --tls-key is deprecated" in " ".join(log.read_text().split())
             port = int(url.rsplit(":", 1)[1])
             with pytest.raises(httpx.ConnectError):
-                httpx.get(f"https://127.0.0.1:{port}/", verify=ssl.create_default_context(cafile=str(cert)), timeout=5)
-            with httpx.Client(base_url=url, verify=ssl.create_default_context(cafile=str(cert)), timeout=30) as http:
+                httpx.get(f"https://127.0.0.1:{port}/", verify=trust, timeout=5)
+            with httpx.Client(base_url=url, verify=trust, timeout=30) as http:
                 picks[seed] = [_prioritize(http, f"pod{i % 3 + 1}") for i in range(8)]
     for seed, runs in picks.items():
         # --plugin: NodeNumber scores the node with the pod's digit; RandomScore adds one
@@ -209,6 +210,7 @@ def _prioritize(http: httpx.Client, pod: str) -> list[int]:
 def test_up_serves_https_with_the_tls_flags(tmp_path: Path,
                                             certificate: tuple[Path, Path]) -> None:
     cert, key = certificate
+    trust = ssl.create_default_context(cafile=str(cert))
     kubeconfig = tmp_path / "kb.yaml"
     # As docs/live.md says: with a token, since kubectl sends one only over HTTPS.
     with kubeberth(tmp_path, "up", "up", "--port", "0", "--kubeconfig-out", str(kubeconfig),
@@ -217,7 +219,7 @@ def test_up_serves_https_with_the_tls_flags(tmp_path: Path,
         logged(log, r"-o wide -w")
         server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
         assert server.startswith("https://127.0.0.1:")
-        assert httpx.get(f"{server}/healthz", verify=ssl.create_default_context(cafile=str(cert))).status_code == 200
+        assert httpx.get(f"{server}/healthz", verify=trust).status_code == 200
         assert "note: kubectl sends the bearer token only over HTTPS" not in log.read_text()
         if not Path(KUBECTL).exists():
             pytest.skip("kubectl is not installed (expected at /usr/bin/kubectl)")
