@@ -51,6 +51,14 @@ def pytest_report_header(config: pytest.Config) -> str:
             f"(reproduce with CI=1 or --hypothesis-seed={seed})")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With -q (the project's addopts) pytest prints no header: say the seed anyway."""
+    config = session.config
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if under_ci() and config.option.verbose < 0 and reporter is not None:
+        reporter.write_line(pytest_report_header(config))
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, None, None]:

@@ -12,6 +12,7 @@ any of those blocks is covered by this module without a new test.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -252,7 +253,17 @@ def test_quickstart_simulate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["simulate"])
     assert result.exit_code == 0, result.output
-    import json
-
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary, summary
+    out = tmp_path / "out"
+    assert {p.name for p in out.iterdir()} >= {"summary.json", "timeseries.csv", "pods.csv",
+                                               "report.html"}
+    summary = json.loads((out / "summary.json").read_text())
+    run, pods = summary["run"], summary["pods"]
+    # The bundled openb cluster and default trace: 1,523 nodes, 8,152 pods, every one decided.
+    assert (run["nodes"], run["workload"], run["seed"]) == (1523, "openb-default", 0)
+    assert pods["total"] == 8152
+    assert pods["scheduled"] + pods["unscheduled"] + pods["ignored"] == pods["total"]
+    assert summary["decisions"] >= pods["total"] and summary["simulatedSeconds"] > 0
+    for resource in ("cpu", "gpu", "memory"):
+        share = summary["allocationPct"][resource]
+        assert 0 < share["mean"] <= share["peak"] <= 100
+    assert len((out / "pods.csv").read_text().splitlines()) == pods["total"] + 1
