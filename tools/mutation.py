@@ -54,7 +54,8 @@ TARGETS = {t.name: t for t in (
     Target("fgd", ("kubeberth/state/fragmentation.py",
                    "kubeberth/scheduling/plugins/fgd_score.py"),
            ("tests/scheduling/plugins/test_gpu_plugins.py",
-            "tests/scheduling/plugins/test_fgd_paper.py")),
+            "tests/scheduling/plugins/test_fgd_paper.py",
+            "tests/scheduling/plugins/test_fgd_edges.py")),
 )}
 
 

@@ -1,0 +1,142 @@
+"""FGD's target workload and scoring at their edges: which pod types are typical, what the
+arguments accept, CPU exactly at a type's request, several nodes at once, and the memo keyed by
+the whole pod shape. (Written against the surviving mutants of tools/mutation.py's ``fgd``
+target; the worked examples are in test_fgd_paper.py.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kubeberth.api.errors import InputError
+from kubeberth.scheduling.plugins import fgd_score
+from kubeberth.scheduling.plugins.fgd_score import FGDScoreArgs
+from kubeberth.state.fragmentation import (
+    PodType,
+    TargetWorkload,
+    cluster_fragmentation,
+    typical_pod_types,
+)
+
+from .plugin_builders import handle, run_score
+from .test_fgd_paper import ARGS, WEIGHTS, sigmoid_score
+from .test_gpu_plugins import cluster, gpu_node, gpu_pod, use
+
+A, B, C, D = (PodType(1000, 500, 1), PodType(2000, 500, 1), PodType(3000, 500, 1),
+              PodType(4000, 500, 1))
+
+
+@pytest.mark.parametrize(("counts", "popularity", "typical"), [
+    # 95 %: A 50 → 50 %, B → 80 %, C → 95 %: reached, D (the last 5 %) is left out.
+    ({A: 50, B: 30, C: 15, D: 5}, 95, {A, B, C}),
+    ({A: 50, B: 30, C: 15, D: 5}, 80, {A, B}),
+    ({A: 50, B: 30, C: 15, D: 5}, 100, {A, B, C, D}),
+    # 90 %: 5 + 3 + 1 = 9 of 10 reaches it; of the tied C and D the larger, D, comes first.
+    ({A: 5, B: 3, C: 1, D: 1}, 90, {A, B, D}),
+    # A tie in count goes to the larger shape (B's CPU is larger), whatever the order given.
+    ({A: 10, B: 10}, 50, {B}),
+    ({B: 10, A: 10}, 50, {B}),
+    ({A: 3}, 1, {A}),
+])
+def test_typical_pod_types(counts: dict[PodType, int], popularity: int,
+                           typical: set[PodType]) -> None:
+    chosen = typical_pod_types(counts, popularity)
+    assert set(chosen) == typical and all(chosen[t] == counts[t] for t in chosen)
+
+
+@pytest.mark.parametrize("popularity", [0, 101, -5])
+def test_popularity_out_of_range(popularity: int) -> None:
+    with pytest.raises(InputError) as err:
+        typical_pod_types({A: 1}, popularity)
+    assert (err.value.field, err.value.expected) == ("popularityThreshold",
+                                                     "a percentage from 1 to 100")
+    assert f"popularity {popularity} is out of range" in str(err.value)
+    with pytest.raises(InputError) as err:
+        FGDScoreArgs.parse({"popularityThreshold": popularity})
+    assert (err.value.field, err.value.expected) == ("popularityThreshold",
+                                                     "a percentage from 1 to 100")
+
+
+def test_arguments_default_and_accept_the_edges() -> None:
+    args = FGDScoreArgs.parse({"popularityThreshold": 1, "targetWorkload": [
+        {"cpuMilli": 0, "gpuMilli": 500},                   # count defaults to 1, weight to 1
+        {"cpuMilli": 100},                                  # CPU only: no GPU, count 0
+        {"cpuMilli": 100, "gpuSpec": "V100"},               # a CPU-only type has no model
+        {"cpuMilli": 0, "gpuMilli": 1000, "gpuCount": 2, "gpuSpec": "V100|A100", "weight": 3},
+    ]})
+    assert args.popularity_threshold == 1
+    assert args.target_workload == ((PodType(0, 500, 1), 1), (PodType(100, 0, 0), 2),
+                                    (PodType(0, 1000, 2, ("A100", "V100")), 3))
+    assert FGDScoreArgs.parse({"popularityThreshold": 100}).popularity_threshold == 100
+
+
+@pytest.mark.parametrize("entry", [
+    {"cpuMilli": -1, "gpuMilli": 500}, {"cpuMilli": 0, "gpuMilli": 500, "weight": 0},
+    {"cpuMilli": 0, "gpuMilli": 500, "gpuCount": -1}, {"cpuMilli": 0, "gpuMilli": 1001},
+    {"cpuMilli": 0, "gpuMilli": 500, "gpuCount": 2}, {"cpuMilli": 0, "gpuCount": 1},
+])
+def test_each_bad_shape_alone_is_refused(entry: dict[str, int]) -> None:
+    with pytest.raises(InputError) as err:
+        FGDScoreArgs.parse({"targetWorkload": [{"cpuMilli": 1, "gpuMilli": 500}, entry]})
+    assert err.value.field == "targetWorkload[1]"
+    assert err.value.expected is not None and err.value.expected.startswith("cpuMilli ≥ 0")
+
+
+@pytest.mark.parametrize(("entry", "field"), [
+    ({"cpuMilli": "x"}, "targetWorkload[0].cpuMilli"),
+    ({"cpuMilli": 1, "gpuMilli": "x"}, "targetWorkload[0].gpuMilli"),
+    ({"cpuMilli": 1, "gpuMilli": 500, "gpuCount": "x"}, "targetWorkload[0].gpuCount"),
+    ({"cpuMilli": 1, "weight": "x"}, "targetWorkload[0].weight"),
+    ({"cpuMilli": 1, "bogus": 1}, "targetWorkload[0].bogus"),
+])
+def test_argument_errors_name_the_entry(entry: dict[str, object], field: str) -> None:
+    with pytest.raises(InputError) as err:
+        FGDScoreArgs.parse({"targetWorkload": [entry]})
+    assert err.value.field == field
+    with pytest.raises(InputError) as err:
+        FGDScoreArgs.parse({"targetWorkload": ["not a mapping"]})
+    assert err.value.field == "targetWorkload[0]"
+
+
+def test_from_pods_and_cluster_fragmentation() -> None:
+    pods = ([(1000, gpu_pod("a", milli=500).gpu)] * 3 + [(1000, gpu_pod("b", whole=2).gpu)]
+            + [(2000, gpu_pod("c").gpu)])
+    workload = TargetWorkload.from_pods(pods, popularity=100)
+    assert workload.weights == WEIGHTS
+    snap = cluster(gpu_node("x", 4), gpu_node("y", 4))
+    use(snap, "x", [1000, 1000, 300, 0])
+    nodes = np.array([0, 1])
+    # Both nodes at once: x 3500 (test_fgd_paper), y 4000 (only C's fragment, all 4000 free).
+    assert workload.node_fragmentation(snap.gpus, nodes, np.array([64000, 64000])).tolist() \
+        == [3500, 4000]
+    frag = cluster_fragmentation(workload, snap.gpus, nodes, np.array([64000, 64000]))
+    # (3500 + 4000) / W 5 = 1500 milli-GPU fragmented, of 2300 + 4000 idle and 8 GPUs in all.
+    assert (frag.fragmented_milli, frag.idle_milli, frag.total_milli) == (1500.0, 6300, 8000)
+    assert frag.pct_of_total == pytest.approx(18.75)
+    assert frag.pct_of_idle == pytest.approx(100 * 1500 / 6300)
+
+
+def test_cpu_left_exactly_at_a_types_request_counts_as_fitting() -> None:
+    """The paper example's node ([1000, 600, 0, 0]) with 5 cores: the three fill pods hold 3,
+    the 500m pod takes 1, which leaves exactly 1000m, A's and B's request: they still run,
+    so the score is the worked example's 54 (with 999m left it would not be)."""
+    snap = cluster(gpu_node("n", 4, cpu=5))
+    use(snap, "n", [1000, 600, 0, 0])
+    plugin = fgd_score.new(ARGS, handle(snap))
+    assert run_score(plugin, gpu_pod("p", milli=500), snap) == {"n": 54}
+
+
+def test_memo_tells_pods_apart_by_cpu() -> None:
+    """Two pods with the same GPU share and different CPU, scored one after the other by one
+    plugin: the second must not get the first one's memoised score."""
+    snap = cluster(gpu_node("n", 4, cpu=5))
+    use(snap, "n", [1000, 600, 0, 0])
+    plugin = fgd_score.new(ARGS, handle(snap))
+    assert run_score(plugin, gpu_pod("small", milli=500), snap) == {"n": 54}
+    # 2 cores leave none: before, W·F is 3200 as in the worked example; after, neither A nor
+    # B can run, so all 1100 free milli-GPU are fragments for all: 5 · 1100 = 5500 on either
+    # device. Δ = −2300 → ⌊100 · sigmoid(−0.46)⌋ = 38.
+    big = run_score(plugin, gpu_pod("big", milli=500, cpu=2), snap)
+    assert big == {"n": sigmoid_score(-2300 / 5)} == {"n": 38}
+    fresh = fgd_score.new(ARGS, handle(snap))
+    assert run_score(fresh, gpu_pod("big", milli=500, cpu=2), snap) == big
