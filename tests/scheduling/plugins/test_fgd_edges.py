@@ -140,3 +140,40 @@ def test_memo_tells_pods_apart_by_cpu() -> None:
     assert big == {"n": sigmoid_score(-2300 / 5)} == {"n": 38}
     fresh = fgd_score.new(ARGS, handle(snap))
     assert run_score(fresh, gpu_pod("big", milli=500, cpu=2), snap) == big
+
+
+def _frag(node: object, free: list[int], weights: dict[PodType, int]) -> int:
+    snap = cluster(node)  # type: ignore[arg-type]
+    use(snap, snap.node_names[0], free)
+    return int(TargetWorkload(weights).node_fragmentation(snap.gpus, np.array([0]),
+                                                         np.array([64000]))[0])
+
+
+def test_a_type_as_wide_as_the_node_fits_and_a_wider_one_never_does() -> None:
+    # A 2-GPU node, all free (2000). B asks for 2 whole GPUs: it fits, nothing is a fragment
+    # for it. E asks for 4: it never fits, all 2000 is its fragment. W·F = 1·0 + 1·2000.
+    e = PodType(1000, 1000, 4)
+    assert _frag(gpu_node("n", 2), [1000, 1000], {e: 1, PodType(1000, 1000, 2): 1}) == 2000
+    # The too-wide type listed first must not hide the ones after it.
+    assert _frag(gpu_node("n", 2), [1000, 1000], {e: 1, A: 1}) == 2000
+
+
+def test_models_a_type_accepts_and_nodes_without_a_model() -> None:
+    v100 = PodType(1000, 500, 1, ("V100",))
+    # A node without a GPU model label: types without a model constraint run there (A: no
+    # fragment), a type that asks for V100 does not (all 2000 for it): W·F = 0 + 2000.
+    assert _frag(gpu_node("n", 2, model=""), [1000, 1000], {A: 1, v100: 1}) == 2000
+    # A T4 node alongside a V100 node: on the V100 one the V100 type runs.
+    snap = cluster(gpu_node("t", 2, model="T4"), gpu_node("v", 2, model="V100"))
+    got = TargetWorkload({A: 1, v100: 1}).node_fragmentation(snap.gpus, np.array([0, 1]),
+                                                              np.array([64000, 64000]))
+    assert got.tolist() == [2000, 0]
+
+
+def test_an_empty_or_weightless_target_workload_is_refused() -> None:
+    for weights in ({}, {A: 0}):
+        with pytest.raises(InputError) as err:
+            TargetWorkload(weights)
+        assert (err.value.field, err.value.expected) == (
+            "targetWorkload", "at least one pod type with a positive weight")
+        assert "the target workload is empty" in str(err.value)
