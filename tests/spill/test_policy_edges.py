@@ -48,3 +48,16 @@ def test_a_value_equal_to_the_threshold_ends_both_streaks() -> None:
         state = d.state
     # Just below it, the removal comes at once (stabilization 0).
     assert step(a, state, Reading(0.0, 200.0), 200.0).flip == REMOVE
+
+
+def test_removal_waits_the_duration_from_when_the_streak_began() -> None:
+    # Tainted, the signal drops below the threshold at t=1000: the taint goes at t=1060 (the
+    # 60 s duration), not earlier however late in the run the streak began.
+    a = controller(stabilization_seconds=60.0, window_seconds=5.0)
+    state = ControllerState(tainted=True)
+    got = []
+    for t in range(1000, 1080, 10):
+        d = step(a, state, Reading(0.0, float(t)), float(t))
+        state = d.state
+        got.append((t, d.flip))
+    assert [t for t, flip in got if flip is not None] == [1060]

@@ -142,3 +142,12 @@ def test_unready_pod_with_nothing_desired_still_needs_the_budget() -> None:
     budgets = DisruptionBudgets.compute([pdb(min_available=1)], pods, scale_of(2))
     assert budgets.evict(pods[0]) == EvictionVerdict(True, ALLOWED, pdb="default/web")
     assert budgets.statuses[0].disruptions_allowed == 0
+
+
+def test_always_allow_lets_an_unready_pod_go_without_the_budget() -> None:
+    pods = [pod("a", ready=False, phase="Running"), pod("b")]
+    budgets = DisruptionBudgets.compute([pdb(min_available=2, unhealthy="AlwaysAllow")], pods,
+                                        scale_of(2))
+    assert budgets.statuses[0].disruptions_allowed == 0
+    assert budgets.evict(pods[0]) == EvictionVerdict(True, ALLOWED, pdb="default/web")
+    assert budgets.statuses[0].disruptions_allowed == 0
