@@ -10,6 +10,7 @@ diff, printed and written to ``.cache/mutation/summary.json``.
     .venv/bin/python tools/mutation.py                 # every target, one after the other
     .venv/bin/python tools/mutation.py spill fgd       # some targets
     .venv/bin/python tools/mutation.py --list
+    .venv/bin/python tools/mutation.py --report        # the verdicts of the last runs again
 
 Needs mutmut (in the dev extras). docs/testing.md records the last score and explains each
 survivor that no test kills.
@@ -106,16 +107,21 @@ def _mutmut() -> str:
 
 
 def run(target: Target) -> dict[str, object]:
+    """Plant and test every mutant of ``target`` in a fresh copy, then collect the verdicts."""
     work = prepare(target)
-    mutmut = _mutmut()
     start = time.monotonic()
-    proc = subprocess.run([mutmut, "run"], cwd=work, capture_output=True, text=True)
-    seconds = round(time.monotonic() - start)
+    proc = subprocess.run([_mutmut(), "run"], cwd=work, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr)[-3000:]
         raise SystemExit(f"mutmut run failed for {target.name}:\n{tail}")
-    results = subprocess.run([mutmut, "results", "--all", "true"], cwd=work, capture_output=True,
-                             text=True, check=True).stdout
+    return collect(target, round(time.monotonic() - start))
+
+
+def collect(target: Target, seconds: int | None = None) -> dict[str, object]:
+    """The verdicts of the last run of ``target`` (its copy under .cache/mutation)."""
+    work = WORK / target.name
+    results = subprocess.run([_mutmut(), "results", "--all", "true"], cwd=work,
+                             capture_output=True, text=True, check=True).stdout
     status: dict[str, str] = {}
     for line in results.splitlines():
         found = re.match(r"\s*(\S+): (\S.*)$", line)
@@ -137,6 +143,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("targets", nargs="*", help=f"some of {', '.join(TARGETS)} (default all)")
     parser.add_argument("--list", action="store_true", help="list the targets and stop")
+    parser.add_argument("--report", action="store_true",
+                        help="only collect the verdicts of the last run of each target")
     opts = parser.parse_args()
     if opts.list:
         for t in TARGETS.values():
@@ -146,12 +154,15 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown target(s) {unknown}; known: {', '.join(TARGETS)}")
     summary_file = WORK / "summary.json"
-    summary = json.loads(summary_file.read_text()) if summary_file.exists() else {}
+    summary = {}
     for name in opts.targets or list(TARGETS):
-        result = run(TARGETS[name])
+        if opts.report and not (WORK / name / "mutants").exists():
+            continue
+        result = collect(TARGETS[name]) if opts.report else run(TARGETS[name])
         summary[name] = result
-        print(f"{name}: {result['killed']}/{result['mutants']} killed "
-              f"({result['score']}%) in {result['seconds']}s", flush=True)
+        took = f" in {result['seconds']}s" if result["seconds"] is not None else ""
+        print(f"{name}: {result['killed']}/{result['mutants']} killed ({result['score']}%)"
+              f"{took}", flush=True)
         for mutant, lines in result["survivors"].items():  # type: ignore[attr-defined]
             print(f"  survived {mutant}")
             for ln in lines:
