@@ -98,7 +98,7 @@ def test_a_pdb_without_namespace_is_in_default() -> None:
     assert [p.name for p in selected_pods(unnamespaced, pods)] == ["a", "b"]
     budgets = DisruptionBudgets.compute([unnamespaced], pods, scale_of(2))
     assert budgets.evict(pods[0]) == EvictionVerdict(True, ALLOWED, pdb="default/web")
-    assert budgets.statuses[0].name == "default/web"
+    assert budgets.statuses[0].pdb.key == "default/web"
 
 
 def test_a_missing_selector_selects_nothing_and_a_bad_one_names_its_field() -> None:
