@@ -22,6 +22,7 @@ from .plugin_builders import handle, run_score
 from .test_fgd_paper import ARGS, WEIGHTS, sigmoid_score
 from .test_gpu_plugins import cluster, gpu_node, gpu_pod, use
 
+A_SHARE = PodType(1000, 500, 1)
 A, B, C, D = (PodType(1000, 500, 1), PodType(2000, 500, 1), PodType(3000, 500, 1),
               PodType(4000, 500, 1))
 
@@ -37,6 +38,8 @@ A, B, C, D = (PodType(1000, 500, 1), PodType(2000, 500, 1), PodType(3000, 500, 1
     ({A: 10, B: 10}, 50, {B}),
     ({B: 10, A: 10}, 50, {B}),
     ({A: 3}, 1, {A}),
+    # 99 %: after A, 80 of 81 pods is 98.8 %, short of it: B is added.
+    ({A: 80, B: 1}, 99, {A, B}),
 ])
 def test_typical_pod_types(counts: dict[PodType, int], popularity: int,
                            typical: set[PodType]) -> None:
@@ -103,6 +106,10 @@ def test_from_pods_and_cluster_fragmentation() -> None:
             + [(2000, gpu_pod("c").gpu)])
     workload = TargetWorkload.from_pods(pods, popularity=100)
     assert workload.weights == WEIGHTS
+    # The popularity is applied: at 60 % the three A pods alone make it.
+    assert TargetWorkload.from_pods(pods, popularity=60).weights == {A_SHARE: 3}
+    assert PodType.of(1000, gpu_pod("v", milli=500, spec="V100").gpu) == \
+        PodType(1000, 500, 1, ("V100",))
     snap = cluster(gpu_node("x", 4), gpu_node("y", 4))
     use(snap, "x", [1000, 1000, 300, 0])
     nodes = np.array([0, 1])
@@ -177,3 +184,26 @@ def test_an_empty_or_weightless_target_workload_is_refused() -> None:
         assert (err.value.field, err.value.expected) == (
             "targetWorkload", "at least one pod type with a positive weight")
         assert "the target workload is empty" in str(err.value)
+
+
+def test_the_plugin_applies_its_popularity_threshold() -> None:
+    """Target {A: 20, B (2 GPUs): 1}; a 1-GPU pod on [1000, 600, 0, 0]. At 100 % B counts:
+    before, B's fragment is all 1600 (one whole GPU only), after [0, 600, 0, 0] it is 600:
+    W·F 1600 → 600, Δ = 1000 over W = 21 → ⌊100 · sigmoid(1000 / 21000)⌋ = 51. At 95 % A
+    alone (20 of 21 pods) is typical and never fragments here: Δ = 0, score 50."""
+    snap = cluster(gpu_node("n", 4))
+    use(snap, "n", [1000, 600, 0, 0])
+    workload = [{"cpuMilli": 1000, "gpuMilli": 500, "weight": 20},
+                {"cpuMilli": 1000, "gpuMilli": 1000, "gpuCount": 2, "weight": 1}]
+    for popularity, want in ((100, 51), (95, 50)):
+        plugin = fgd_score.new({"targetWorkload": workload, "popularityThreshold": popularity},
+                               handle(snap))
+        assert run_score(plugin, gpu_pod("p", whole=1), snap) == {"n": want}
+    # Learning from the pods seen applies it too: at 50 % the 500m pods seen twice are the
+    # whole workload, so neither node fragments anything (compare test_gpu_plugins' 54/45).
+    snap = cluster(gpu_node("a", 2), gpu_node("b", 2))
+    use(snap, "a", [500, 1000])
+    plugin = fgd_score.new({"popularityThreshold": 50}, handle(snap))
+    run_score(plugin, gpu_pod("p", milli=500), snap)
+    run_score(plugin, gpu_pod("w", whole=1), snap)
+    assert run_score(plugin, gpu_pod("p2", milli=500), snap) == {"a": 50, "b": 50}
