@@ -91,6 +91,7 @@ def test_each_bad_shape_alone_is_refused(entry: dict[str, int]) -> None:
     ({"cpuMilli": 1, "gpuMilli": 500, "gpuCount": "x"}, "targetWorkload[0].gpuCount"),
     ({"cpuMilli": 1, "weight": "x"}, "targetWorkload[0].weight"),
     ({"cpuMilli": 1, "bogus": 1}, "targetWorkload[0].bogus"),
+    ({"cpuMilli": 1, "gpuMilli": 500, "gpuSpec": 5}, "targetWorkload[0].gpuSpec"),
 ])
 def test_argument_errors_name_the_entry(entry: dict[str, object], field: str) -> None:
     with pytest.raises(InputError) as err:
