@@ -169,8 +169,8 @@ def test_a_type_as_wide_as_the_node_fits_and_a_wider_one_never_does() -> None:
 def test_models_a_type_accepts_and_nodes_without_a_model() -> None:
     v100 = PodType(1000, 500, 1, ("V100",))
     # A node without a GPU model label: types without a model constraint run there (A: no
-    # fragment), a type that asks for V100 does not (all 2000 for it): W·F = 0 + 2000.
-    assert _frag(gpu_node("n", 2, model=""), [1000, 1000], {A: 1, v100: 1}) == 2000
+    # fragment), a type that asks for V100 does not (all 2000 for it): W·F = 1·0 + 2·2000.
+    assert _frag(gpu_node("n", 2, model=""), [1000, 1000], {A: 1, v100: 2}) == 4000
     # A T4 node alongside a V100 node: on the V100 one the V100 type runs.
     snap = cluster(gpu_node("t", 2, model="T4"), gpu_node("v", 2, model="V100"))
     got = TargetWorkload({A: 1, v100: 1}).node_fragmentation(snap.gpus, np.array([0, 1]),
