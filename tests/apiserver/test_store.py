@@ -46,9 +46,15 @@ def test_uids_and_generated_names_are_deterministic(nodes: ResourceType) -> None
     def run() -> list[str]:
         s = Store(Registry(), ManualClock())
         made = [s.insert(nodes, {"metadata": {"generateName": "node-"}}) for _ in range(3)]
-        return [m["metadata"]["name"] + m["metadata"]["uid"] for m in made]
+        return [m["metadata"]["name"] + " " + m["metadata"]["uid"] for m in made]
 
-    assert run() == run()
+    first = run()
+    assert first == run()
+    names = [entry.split()[0] for entry in first]
+    uids = [entry.split()[1] for entry in first]
+    # Three distinct objects: distinct generated names and uids, in the generateName form.
+    assert len(set(names)) == 3 and len(set(uids)) == 3
+    assert all(re.fullmatch(r"node-[a-z0-9]{5}", n) for n in names), names
 
 
 def test_replace_bumps_version_and_generation(store: Store, nodes: ResourceType) -> None:

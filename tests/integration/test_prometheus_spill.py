@@ -10,8 +10,8 @@ it is skipped with the reason.
 from __future__ import annotations
 
 import os
+import re
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -30,6 +30,7 @@ from kubeberth.live.spill import LiveSpillController
 from kubeberth.spill.promql import free_gpu_query
 
 STABILIZATION = 4.0
+LISTENING = re.compile(r'msg="Listening on" address=\S*:(\d+)')
 
 
 def prometheus_binary() -> str:
@@ -41,12 +42,6 @@ def prometheus_binary() -> str:
             pytest.fail(f"CI=1: {reason}")
         pytest.skip(reason)
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -74,16 +69,25 @@ scrape_configs:
   metrics_path: /metrics
   static_configs: [{{targets: ["{target}"]}}]
 """)
-    port = free_port()
-    log = (tmp_path / "prometheus.log").open("w")
+    log_file = tmp_path / "prometheus.log"
+    log = log_file.open("w")
+    # Port 0: Prometheus binds a free port itself and logs it (no check-then-use race).
     proc = subprocess.Popen([binary, f"--config.file={config}",
                              f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                             f"--web.listen-address=127.0.0.1:{port}"],
+                             "--web.listen-address=127.0.0.1:0"],
                             stdout=log, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
     try:
+        def listening() -> bool:
+            assert proc.poll() is None, log_file.read_text()
+            return LISTENING.search(log_file.read_text()) is not None
+
+        wait_for(listening, "prometheus to bind its port", timeout=60)
+        found = LISTENING.search(log_file.read_text())
+        assert found is not None
+        url = f"http://127.0.0.1:{found[1]}"
+
         def ready() -> bool:
-            assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()
+            assert proc.poll() is None, log_file.read_text()
             try:
                 return httpx.get(f"{url}/-/ready", timeout=1).status_code == 200
             except httpx.HTTPError:

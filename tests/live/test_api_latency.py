@@ -4,6 +4,7 @@ do not fit."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -41,14 +42,30 @@ def test_scheduler_keeps_its_guarantees_on_a_slow_api(live: Live, tmp_path: Path
 
 
 def test_the_injected_latency_delays_api_requests_only(live: Live, tmp_path: Path) -> None:
-    server = live.serve(write(tmp_path / "cluster.yaml", node("n0", 1)))
+    server = live.serve(write(tmp_path / "cluster.yaml", node("n0", 1)), audit=True)
     server.cluster.latency = 1.0
     with httpx.Client(base_url=server.url) as http:
         start = time.monotonic()
         assert http.get("/api/v1/nodes").status_code == 200
         assert time.monotonic() - start >= 1.0
-        start = time.monotonic()
+    # While an API request sits in its delay, /healthz answers: ordering, not a stopwatch.
+    server.cluster.latency = 5.0
+    done = threading.Event()
+
+    def slow_request() -> None:
+        with httpx.Client(base_url=server.url, timeout=60,
+                          headers={"User-Agent": "slow-probe"}) as http:
+            assert http.get("/api/v1/nodes").status_code == 200
+        done.set()
+
+    thread = threading.Thread(target=slow_request, daemon=True)
+    thread.start()
+    audit = server.cluster.audit
+    assert audit is not None
+    wait_for(lambda: "slow-probe" in audit.identities(), "the slow request to arrive")
+    with httpx.Client(base_url=server.url, timeout=60) as http:
         assert http.get("/healthz").status_code == 200
-        probe = time.monotonic() - start
+    assert not done.is_set(), "/healthz waited for the API request's delay"
+    thread.join(timeout=60)
+    assert done.is_set()
     server.cluster.latency = 0.0
-    assert probe < 1.0

@@ -96,11 +96,15 @@ def test_a_short_spike_does_not_flip(live: Live, tmp_path: Path) -> None:
         wait_for(lambda: any(t.average is not None and t.average < 2
                              for t in ctl.ticks[n + 2:]), "the average to drop")
         spike = [t for t in ctl.ticks if t.average is not None and t.average > 2]
-        assert spike[-1].at - spike[0].at < 3.0  # the spike was shorter than the duration
         n = len(ctl.ticks)
         wait_for(lambda: len(ctl.ticks) >= n + 16, "the streak's duration to pass")
-        assert any(t.average is not None and t.average > 2 for t in ctl.ticks)
-        assert ctl.flips == [] and LOW not in node_taints(live, VK)
+        assert spike
+        # The controller's own tick times decide: a spike shorter than the 3 s duration (two
+        # ticks of 0.2 s, unless the machine stalled the test thread for seconds) never flips.
+        if spike[-1].at - spike[0].at < 3.0:
+            assert ctl.flips == [] and LOW not in node_taints(live, VK)
+        else:
+            assert [d for _, d in ctl.flips][:1] == ["add"]  # held for the duration: it flips
     finally:
         prom.down()
 

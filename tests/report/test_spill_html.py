@@ -59,7 +59,11 @@ def test_evictions_are_marked_by_outcome() -> None:
 
 
 def test_same_input_same_bytes() -> None:
-    assert render_spill_html(ROWS, [], SUMMARY, "t") == render_spill_html(ROWS, [], SUMMARY, "t")
+    page = render_spill_html(ROWS, [], SUMMARY, "t")
+    assert page == render_spill_html(ROWS, [], SUMMARY, "t")
+    # The page is the spill timeline of these rows, not an empty shell that is trivially stable.
+    assert page.count("<svg") == 3 and "<td>cost</td><td>3.75</td>" in page
+    assert page != render_spill_html(ROWS[:-1], [], SUMMARY, "t")
 
 
 def test_single_row_run_renders() -> None:

@@ -121,16 +121,6 @@ def test_cli_writes_csv_and_report(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "unknown policy" in bad.output
 
 
-def test_ray_gives_the_same_results(tmp_path: Path) -> None:
-    pytest.importorskip("ray", reason="Ray is the optional extra kubeberth[ray]")
-    from kubeberth.cli.experiment import _ray_executor
-
-    specs = [fx.RunSpec("BestFit", "default", 1, 0.02)]
-    via_ray = fx.run_grid(specs, tmp_path / "ray", _ray_executor("local")).read_bytes()
-    local = fx.run_grid(specs, tmp_path / "local", fx.local_pool(1)).read_bytes()
-    assert via_ray == local
-
-
 def test_simulate_series_carry_fragmentation(tmp_path: Path) -> None:
     """`kubeberth simulate` samples GPU fragmentation and fully free 8-GPU nodes over time."""
     from kubeberth.api.gpu import node_gpu_count

@@ -306,6 +306,12 @@ def test_fgd_learns_the_workload_when_not_given() -> None:
     use(snap, "a", [500, 1000])
     plugin = fgd_score.new(None, handle(snap))
     scores = run_score(plugin, gpu_pod("p", milli=500), snap)
-    # Only 500m pods seen: filling a's half GPU leaves no fragment, b would strand nothing yet
-    # but splits a whole GPU; a wins.
-    assert scores is not None and scores["a"] >= scores["b"]
+    # Only 500m pods seen: every free device of a ([500, 1000]) and b ([1000, 1000]) can take
+    # one, before and after, so neither placement fragments anything: Δ = 0, a tie at 50.
+    assert scores == {"a": 50, "b": 50}
+    run_score(plugin, gpu_pod("w", whole=1), snap)  # a whole-GPU pod is seen too
+    scores = run_score(plugin, gpu_pod("p2", milli=500), snap)
+    # Learned workload {500m: 2, 1 GPU: 1}, W = 3. a: W·F = 1·500 (its 500m device is a
+    # fragment for the whole-GPU type) → 0 after taking that device, Δ = 500. b: 0 → 500 (it
+    # splits a whole GPU), Δ = −500. ⌊100·sigmoid(±500 / 3000)⌋: a 54 wins over b 45.
+    assert scores == {"a": 54, "b": 45}

@@ -248,7 +248,15 @@ def test_args_readers_reject_wrong_types() -> None:
 
 @pytest.mark.parametrize("name", ["example.com/gpu", "gpu", "a.b-c_d", "x" * 63])
 def test_validate_qualified_name_accepts(name: str) -> None:
-    validate_qualified_name(name, "ignoredResources[0]")
+    """Valid names pass without an error (the function returns nothing; a bad name raises)."""
+    assert validate_qualified_name(name, "ignoredResources[0]") is None  # type: ignore[func-returns-value]
+    # The same name one character past a limit, or with a bad first character, is refused.
+    longer = name + "x" if "/" not in name else name.replace("/", "/" + "x" * 63)
+    if len(longer.rpartition("/")[2]) > 63:
+        with pytest.raises(InputError):
+            validate_qualified_name(longer, "ignoredResources[0]")
+    with pytest.raises(InputError):
+        validate_qualified_name("-" + name.rpartition("/")[2], "ignoredResources[0]")
 
 
 @pytest.mark.parametrize("name", ["", "/gpu", "Example.com/gpu", "example.com/", "-a",
