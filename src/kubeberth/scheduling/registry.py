@@ -39,6 +39,7 @@ MODULES = (
     "best_fit_score",
     "fgd_score",
     "network_capacity",
+    "dynamic_resources",
 )
 
 

@@ -10,12 +10,14 @@ normalized and weighted. The JSON shape is a public contract documented in docs/
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 from kubeberth.admission.model import QUEUE_LABEL
 from kubeberth.api.objects import Pod
 from kubeberth.api.times import parse_time
 from kubeberth.config.configmaps import initial_config_maps, load_config_maps
+from kubeberth.config.dra import load_dra
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.workloads import load_owners
@@ -39,6 +41,7 @@ def build_state(manifests: Manifests) -> tuple[ClusterState, list[PodInfo]]:
         snap.namespaces[ns.metadata.name] = ns
     snap.pdbs = list(manifests.pdbs)
     snap.objects.load(load_scheduling_crds(manifests))
+    snap.dra.load(load_dra(manifests))
     for node in manifests.nodes:
         snap.add_node(node)
     for key, data in initial_config_maps(load_config_maps(manifests)).items():
@@ -117,6 +120,7 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
     def evict(victim: PodInfo, _preemptor: PodInfo) -> None:
         snap.remove_pod(victim)
         snap.objects.pod_deleted(victim.key)
+        snap.dra.pod_deleted(victim.key)
 
     def bind(_pod: PodInfo, _node: str) -> Status:
         return SUCCESS
@@ -222,7 +226,36 @@ def _render(res: CycleResult, snap: ClusterState) -> dict[str, Any]:
     if res.extenders is not None:
         entry["extenders"] = {"ignoredErrors": dict(sorted(res.extenders.ignored_errors.items())),
                               "boundBy": None}
+    if res.pod.pod.spec.resource_claims:
+        entry["resourceClaims"] = _claims(res, snap)
     return entry
+
+
+def _claims(res: CycleResult, snap: ClusterState) -> list[dict[str, Any]]:
+    """The pod's claims and, once it is placed, each claim's allocation (devices, the node it
+    is pinned to) and the pods it is reserved for."""
+    dra = snap.dra
+    out: list[dict[str, Any]] = []
+    for name, key, claim, missing in dra.pod_claims(res.pod.pod):
+        alloc = dra.allocations.get(key) if res.outcome in ("assumed", "waiting") else None
+        item: dict[str, Any] = {"name": name, "claim": key, "allocation": None,
+                                "reservedFor": list(dra.reserved.get(key, []))}
+        if claim is None:
+            item["message"] = missing
+        if alloc is not None:
+            item["allocation"] = {
+                "node": alloc.node,
+                "devices": [{"request": r.request, "driver": r.driver, "pool": r.pool,
+                             "device": r.device, "adminAccess": r.admin_access,
+                             "consumedCapacity": {k: _quantity(v)
+                                                  for k, v in sorted(r.consumed.items())}}
+                            for r in alloc.results]}
+        out.append(item)
+    return out
+
+
+def _quantity(v: Fraction) -> str:
+    return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
 
 
 def _extender_verdicts(res: CycleResult, node: str) -> dict[str, Any]:
