@@ -10,7 +10,6 @@ normalized and weighted. The JSON shape is a public contract documented in docs/
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Any
 
 from kubeberth.admission.model import QUEUE_LABEL
@@ -27,6 +26,7 @@ from kubeberth.scheduling.framework.registry import Registry
 from kubeberth.scheduling.framework.status import SUCCESS, Status
 from kubeberth.scheduling.scheduler import CycleResult, Scheduler
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
+from kubeberth.state.dra import show_quantity
 
 _RESULT = {"assumed": "Scheduled", "waiting": "Waiting", "unschedulable": "Unschedulable",
            "error": "Error"}
@@ -247,15 +247,11 @@ def _claims(res: CycleResult, snap: ClusterState) -> list[dict[str, Any]]:
                 "node": alloc.node,
                 "devices": [{"request": r.request, "driver": r.driver, "pool": r.pool,
                              "device": r.device, "adminAccess": r.admin_access,
-                             "consumedCapacity": {k: _quantity(v)
+                             "consumedCapacity": {k: show_quantity(v)
                                                   for k, v in sorted(r.consumed.items())}}
                             for r in alloc.results]}
         out.append(item)
     return out
-
-
-def _quantity(v: Fraction) -> str:
-    return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
 
 
 def _extender_verdicts(res: CycleResult, node: str) -> dict[str, Any]:

@@ -401,190 +401,163 @@ class Allocator:
         self.node = node
         self.pools = state.pools(node, labels)
         self.reqs: list[_Req] = []
-        self.constraints: list[tuple[str, DeviceConstraint]] = []
+        self.constraints: list[DeviceConstraint] = []
         for key, claim in claims:
             first = len(self.constraints)
-            self.constraints.extend((key, c) for c in claim.spec.devices.constraints)
+            self.constraints.extend(claim.spec.devices.constraints)
             for req in claim.spec.devices.requests:
                 cons = [i for i in range(first, len(self.constraints))
-                        if not self.constraints[i][1].requests
+                        if not self.constraints[i].requests
                         or req.name in [r.partition("/")[0]
-                                        for r in self.constraints[i][1].requests]]
+                                        for r in self.constraints[i].requests]]
                 self.reqs.append(_Req(key, req.name, _alternatives(req), cons))
+        # Tentative use by the devices chosen so far, on top of the committed use.
         self.taken: dict[DeviceId, int] = {}
         self.consumed: dict[DeviceId, dict[str, Fraction]] = {}
         self.counters: dict[CounterKey, dict[str, Fraction]] = {}
         self.values: dict[int, tuple[Any, int]] = {}
-        self.chosen: list[tuple[str, DeviceResult]] = []
-        self.failure: tuple[int, str] = (-1, "")
-        self._constraint_marks: list[list[int]] = []
-        self._cands: list[Candidate] = []
-        self._local: dict[DeviceId, Candidate] = {c.id: c for p in self.pools for c in p.devices}
+        self.chosen: list[tuple[str, DeviceResult, Candidate, list[int]]] = []
+        self.furthest = 0  # the furthest request the search failed at
+        self._by_id: dict[DeviceId, Candidate] = {c.id: c for p in self.pools for c in p.devices}
 
     def run(self) -> dict[str, list[DeviceResult]] | str:
-        """Device results per claim key, or the reason the node cannot hold the claims."""
+        """Device results per claim key, or why the node cannot hold the claims."""
         if self._request(0):
             out: dict[str, list[DeviceResult]] = {}
-            for key, r in self.chosen:
+            for key, r, _, _ in self.chosen:
                 out.setdefault(key, []).append(r)
             return out
-        return self.failure[1] or "cannot allocate all claims"
+        return self._explain(self.reqs[self.furthest])
 
     def allocation(self, results: list[DeviceResult]) -> Allocation:
         """Where the allocation may be used: this node when a device is published for it
         alone, else the node selector of a device's slice, else anywhere."""
-        slices = [self._local[r.id].slice_ for r in results]
+        slices = [self._by_id[r.id].slice_ for r in results]
         if any(rs.spec.node_name is not None for rs in slices):
             return Allocation(results, self.node)
         selector = next((rs.spec.node_selector for rs in slices
                          if rs.spec.node_selector is not None), None)
         return Allocation(results, None, selector)
 
-    def _fail(self, depth: int, why: str) -> None:
-        if depth > self.failure[0]:
-            self.failure = (depth, why)
+    def _candidates(self, alt: _Alt) -> list[Candidate] | str:
+        """The node's devices the class and the request select, in allocation order; a string
+        when the class is missing or a selector fails at run time."""
+        dc = self.state.classes.get(alt.class_name)
+        if dc is None:
+            return f'device class "{alt.class_name}" does not exist'
+        selectors = [compile_selector(s.cel.expression)
+                     for s in (*dc.spec.selectors, *alt.selectors) if s.cel is not None]
+        cands: list[Candidate] = []
+        for pool in self.pools:
+            for cand in pool.devices:
+                for sel in selectors:
+                    hit = self.state.matches(sel, cand)
+                    if isinstance(hit, str):
+                        return f"device {cand.id[2]}: {hit}"
+                    if not hit:
+                        break
+                else:
+                    cands.append(cand)
+        return cands
 
     def _request(self, ri: int) -> bool:
         if ri == len(self.reqs):
             return True
         req = self.reqs[ri]
         for alt in req.alts:
-            dc = self.state.classes.get(alt.class_name)
-            if dc is None:
-                self._fail(len(self.chosen), f"claim {req.claim}: request {alt.name}: "
-                           f'device class "{alt.class_name}" does not exist')
-                continue
-            selectors = [compile_selector(s.cel.expression)
-                         for s in (*dc.spec.selectors, *alt.selectors) if s.cel is not None]
-            cands: list[Candidate] = []
-            for pool in self.pools:
-                for cand in pool.devices:
-                    ok = True
-                    for sel in selectors:
-                        hit = self.state.matches(sel, cand)
-                        if isinstance(hit, str):
-                            self._fail(len(self.chosen), f"claim {req.claim}: request "
-                                       f"{alt.name}: device {cand.id[2]}: {hit}")
-                            ok = False
-                            break
-                        if not hit:
-                            ok = False
-                            break
-                    if ok:
-                        cands.append(cand)
-            where = f"claim {req.claim}: request {alt.name}"
-            if not cands:
-                self._fail(len(self.chosen), f"{where}: no device on the node matches the "
-                           "class and selectors")
+            cands = self._candidates(alt)
+            if isinstance(cands, str) or not cands:
                 continue
             if alt.mode == ALL:
                 if not all(p.complete for p in self.pools
                            if any(c in p.devices for c in cands)):
-                    self._fail(len(self.chosen), f"{where}: allocationMode All needs complete "
-                               "pools")
                     continue
                 mark = len(self.chosen)
-                if all(self._take(req, alt, c, where) for c in cands) and \
-                        self._request(ri + 1):
+                if all(self._take(req, alt, c) for c in cands) and self._request(ri + 1):
                     return True
                 self._undo_to(mark)
                 continue
-            if self._devices(ri, req, alt, cands, alt.count, 0, where):
+            if self._devices(ri, req, alt, cands, alt.count, 0):
                 return True
+        self.furthest = max(self.furthest, ri)
         return False
 
     def _devices(self, ri: int, req: _Req, alt: _Alt, cands: list[Candidate], left: int,
-                 start: int, where: str) -> bool:
+                 start: int) -> bool:
         if left == 0:
             return self._request(ri + 1)
-        if len(cands) - start < left:
-            self._fail(len(self.chosen), f"{where}: {alt.count} device(s) needed, "
-                       f"{len(cands)} match and fewer are free")
-            return False
-        for k in range(start, len(cands)):
+        for k in range(start, len(cands) - left + 1):
             mark = len(self.chosen)
-            if self._take(req, alt, cands[k], where) and \
-                    self._devices(ri, req, alt, cands, left - 1, k + 1, where):
+            if self._take(req, alt, cands[k]) and \
+                    self._devices(ri, req, alt, cands, left - 1, k + 1):
                 return True
             self._undo_to(mark)
         return False
 
-    def _take(self, req: _Req, alt: _Alt, cand: Candidate, where: str) -> bool:
-        """Tentatively allocate ``cand`` for ``alt``; False (with the failure noted) if it is in
-        use, out of capacity or counters, or breaks a constraint."""
+    def _blocked(self, alt: _Alt, cand: Candidate) -> tuple[str, dict[str, Fraction]]:
+        """Why ``cand`` cannot serve ``alt`` now ("" when it can), and the capacity one
+        allocation of a shareable device consumes."""
+        if alt.admin:
+            return "", {}
         st = self.state
-        depth = len(self.chosen)
-        dev = cand.device.name
         consumed: dict[str, Fraction] = {}
-        if not alt.admin:
-            if cand.multiple:
-                for cname, total in cand.capacity.items():
-                    want = _wanted(cand, cname, alt.capacity)
-                    if want is None:
-                        self._fail(depth, f"{where}: device {dev}: no valid amount of {cname}")
-                        return False
-                    used = st.consumed.get(cand.id, {}).get(cname, Fraction(0)) + \
-                        self.consumed.get(cand.id, {}).get(cname, Fraction(0))
-                    if used + want > total:
-                        self._fail(depth, f"{where}: device {dev}: {cname} has "
-                                   f"{_show(total - used)} left, {_show(want)} requested")
-                        return False
-                    consumed[cname] = want
-                if st.taken.get(cand.id) or self.taken.get(cand.id):
-                    self._fail(depth, f"{where}: device {dev} is already allocated")
-                    return False
-            else:
-                if st.taken.get(cand.id) or self.taken.get(cand.id) or \
-                        st.consumed.get(cand.id) or self.consumed.get(cand.id):
-                    self._fail(depth, f"{where}: device {dev} is already allocated")
-                    return False
-            for cname, want in alt.capacity.items():
-                have = _capacity_of(cand, cname)
-                if have is None or (not cand.multiple and want > have):
-                    self._fail(depth, f"{where}: device {dev}: capacity {cname} is "
-                               f"{'missing' if have is None else _show(have)}, "
-                               f"{_show(want)} requested")
-                    return False
-            for ck, amounts in cand.counters:
-                for cname, amount in amounts.items():
-                    limit = st.counter_total(ck, cname)
-                    if limit is None:
-                        self._fail(depth, f"{where}: device {dev}: counter set {ck[2]} has no "
-                                   f"counter {cname}")
-                        return False
-                    used = st.counters_used.get(ck, {}).get(cname, Fraction(0)) + \
-                        self.counters.get(ck, {}).get(cname, Fraction(0))
-                    if used + amount > limit:
-                        self._fail(depth, f"{where}: device {dev}: counter {ck[2]}/{cname} has "
-                                   f"{_show(limit - used)} left, {_show(amount)} needed")
-                        return False
+        if st.taken.get(cand.id) or self.taken.get(cand.id):
+            return "allocated", {}
+        if not cand.multiple and (st.consumed.get(cand.id) or self.consumed.get(cand.id)):
+            return "allocated", {}
+        for cname, asked in alt.capacity.items():
+            have = _capacity_of(cand, cname)
+            if have is None:
+                return f"has no capacity {cname}", {}
+            if not cand.multiple and asked > have:
+                return f"{cname} is {_show(have)}, {_show(asked)} requested", {}
+        if cand.multiple:
+            for cname, total in cand.capacity.items():
+                want = _wanted(cand, cname, alt.capacity)
+                if want is None:
+                    return f"no valid amount of {cname} fits the request", {}
+                used = st.consumed.get(cand.id, {}).get(cname, Fraction(0)) + \
+                    self.consumed.get(cand.id, {}).get(cname, Fraction(0))
+                if used + want > total:
+                    return (f"{cname} has {_show(total - used)} left, {_show(want)} "
+                            "requested"), {}
+                consumed[cname] = want
+        for ck, amounts in cand.counters:
+            for cname, amount in amounts.items():
+                limit = st.counter_total(ck, cname)
+                if limit is None:
+                    return f"counter set {ck[2]} has no counter {cname}", {}
+                used = st.counters_used.get(ck, {}).get(cname, Fraction(0)) + \
+                    self.counters.get(ck, {}).get(cname, Fraction(0))
+                if used + amount > limit:
+                    return (f"counter {ck[2]}/{cname} has {_show(limit - used)} left, "
+                            f"{_show(amount)} needed"), {}
+        return "", consumed
+
+    def _take(self, req: _Req, alt: _Alt, cand: Candidate) -> bool:
+        """Tentatively allocate ``cand`` for ``alt`` unless it is blocked or breaks one of the
+        claim's ``matchAttribute`` constraints."""
+        why, consumed = self._blocked(alt, cand)
+        if why:
+            return False
+        marks: list[int] = []
         for ci in req.constraints:
-            con = self.constraints[ci][1]
-            if not _applies(con, alt) or con.match_attribute is None:
+            con = self.constraints[ci]
+            if con.match_attribute is None or not _applies(con, alt):
                 continue
             value = cand.attributes.get(con.match_attribute)
-            if value is None:
-                self._fail(depth, f"{where}: device {dev} has no attribute "
-                           f"{con.match_attribute}")
-                return False
             held = self.values.get(ci)
-            if held is not None and held[0] != value:
-                self._fail(depth, f"{where}: no set of devices with one value of "
-                           f"{con.match_attribute} (matchAttribute)")
+            if value is None or (held is not None and held[0] != value):
                 return False
-        for ci in req.constraints:
-            con = self.constraints[ci][1]
-            if _applies(con, alt) and con.match_attribute is not None:
-                value = cand.attributes[con.match_attribute]
-                held = self.values.get(ci)
-                self.values[ci] = (value, (held[1] if held else 0) + 1)
-        result = DeviceResult(alt.name, cand.id[0], cand.id[1], dev, alt.admin, consumed)
-        self.chosen.append((req.claim, result))
+            marks.append(ci)
+        for ci in marks:
+            held = self.values.get(ci)
+            self.values[ci] = (cand.attributes[self.constraints[ci].match_attribute or ""],
+                               (held[1] if held else 0) + 1)
+        result = DeviceResult(alt.name, cand.id[0], cand.id[1], cand.device.name, alt.admin,
+                              consumed)
+        self.chosen.append((req.claim, result, cand, marks))
         self._apply(result, cand, +1)
-        self._constraint_marks.append([ci for ci in req.constraints
-                                       if _applies(self.constraints[ci][1], alt)
-                                       and self.constraints[ci][1].match_attribute])
-        self._cands.append(cand)
         return True
 
     def _apply(self, r: DeviceResult, cand: Candidate, sign: int) -> None:
@@ -597,21 +570,55 @@ class Allocator:
         else:
             self.taken[r.id] = self.taken.get(r.id, 0) + sign
         for ck, amounts in cand.counters:
-            used = self.counters.setdefault(ck, {})
+            counters = self.counters.setdefault(ck, {})
             for name, amount in amounts.items():
-                used[name] = used.get(name, Fraction(0)) + sign * amount
+                counters[name] = counters.get(name, Fraction(0)) + sign * amount
 
     def _undo_to(self, mark: int) -> None:
         while len(self.chosen) > mark:
-            _, r = self.chosen.pop()
-            cand = self._cands.pop()
+            _, r, cand, marks = self.chosen.pop()
             self._apply(r, cand, -1)
-            for ci in self._constraint_marks.pop():
+            for ci in marks:
                 value, n = self.values[ci]
                 if n == 1:
                     del self.values[ci]
                 else:
                     self.values[ci] = (value, n - 1)
+
+    def _explain(self, req: _Req) -> str:
+        """Why ``req`` could not be satisfied, judged against the committed use alone."""
+        return f"claim {req.claim}: " + "; ".join(self._explain_alt(req, a) for a in req.alts)
+
+    def _explain_alt(self, req: _Req, alt: _Alt) -> str:
+        name = f"request {alt.name}"
+        cands = self._candidates(alt)
+        if isinstance(cands, str):
+            return f"{name}: {cands}"
+        if not cands:
+            return f"{name}: no device on the node matches the class and selectors"
+        blocked = [(c, self._blocked(alt, c)[0]) for c in cands]
+        free = [c for c, why in blocked if not why]
+        need = len(cands) if alt.mode == ALL else alt.count
+        detail = _list([f"{c.id[2]} {why}" for c, why in blocked if why])
+        if alt.mode == ALL and not all(p.complete for p in self.pools
+                                       if any(c in p.devices for c in cands)):
+            return f"{name}: allocationMode All needs every slice of the pool"
+        if len(free) < need:
+            return (f"{name}: {need} device(s) needed, {len(cands)} match, {len(free)} free"
+                    + (f" ({detail})" if detail else ""))
+        attrs = sorted({self.constraints[ci].match_attribute or "" for ci in req.constraints
+                        if self.constraints[ci].match_attribute
+                        and _applies(self.constraints[ci], alt)})
+        if attrs:
+            return (f"{name}: no {need} of the {len(free)} free matching devices share one "
+                    f"value of {', '.join(attrs)} (matchAttribute)")
+        return (f"{name}: {len(free)} free matching devices, but none fits together with the "
+                "claims' other requests")
+
+
+def _list(items: list[str], limit: int = 4) -> str:
+    shown = "; ".join(items[:limit])
+    return shown + (f"; and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def _capacity_of(cand: Candidate, name: str) -> Fraction | None:
@@ -651,9 +658,28 @@ def _wanted(cand: Candidate, cname: str, requests: dict[str, Fraction]) -> Fract
     return want
 
 
-def _show(q: Fraction) -> str:
-    return str(q.numerator) if q.denominator == 1 else str(float(q))
+def show_quantity(q: Fraction) -> str:
+    """A quantity in its shortest exact form: 20Gi, 1500M, 7, 250m (reports and reasons)."""
+    if q.denominator == 1:
+        n = q.numerator
+        for suffix, factor in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30),
+                               ("Mi", 2**20), ("Ki", 2**10)):
+            if n and n % factor == 0:
+                return f"{n // factor}{suffix}"
+        for suffix, factor in (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
+                               ("M", 10**6), ("k", 10**3)):
+            if n and n % factor == 0:
+                return f"{n // factor}{suffix}"
+        return str(n)
+    for suffix, factor in (("m", 10**3), ("u", 10**6), ("n", 10**9)):
+        scaled = q * factor
+        if scaled.denominator == 1:
+            return f"{scaled.numerator}{suffix}"
+    return str(float(q))
+
+
+_show = show_quantity
 
 
 __all__ = ["Allocation", "Allocator", "Candidate", "DeviceResult", "DraState", "Pool",
-           "allocation_fits"]
+           "allocation_fits", "show_quantity"]
