@@ -27,9 +27,9 @@ from kubeberth.api.dra import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Pod
 from kubeberth.api.quantity import parse_quantity
+from kubeberth.api.selectors import compile_node_selector_term
 from kubeberth.config.manifests import Manifests, check_metadata
 from kubeberth.config.yamlsrc import Document, convert
 
@@ -253,6 +253,10 @@ def _slice(doc: Document, rs: ResourceSlice) -> None:
     if len(chosen) != 1 and spec.devices:
         raise doc.error(f"the slice sets {' and '.join(chosen) or 'no node selection'}",
                         field="spec", expected="exactly one of nodeName, nodeSelector, allNodes")
+    if spec.node_selector is not None:
+        for i, term in enumerate(spec.node_selector.node_selector_terms):
+            with doc.located():
+                compile_node_selector_term(term, f"spec.nodeSelector.nodeSelectorTerms[{i}]")
     sets: set[str] = set()
     for i, cs in enumerate(spec.shared_counters):
         if not cs.name or cs.name in sets:
@@ -294,4 +298,4 @@ def _slice(doc: Document, rs: ResourceSlice) -> None:
                 _quantity(doc, c.value, f"{dp}.consumesCounters[{j}].counters.{cname}.value")
 
 
-__all__ = ["KINDS", "DraObjects", "InputError", "check_pod_claims", "load_dra"]
+__all__ = ["KINDS", "DraObjects", "check_pod_claims", "load_dra"]

@@ -125,7 +125,7 @@ class DraState:
         self.taken: dict[DeviceId, int] = {}
         self.consumed: dict[DeviceId, dict[str, Fraction]] = {}
         self.counters_used: dict[CounterKey, dict[str, Fraction]] = {}
-        self._pools: dict[str, list[Pool]] = {}
+        self._pools: dict[tuple[str, tuple[tuple[str, str], ...]], list[Pool]] = {}
         self._matches: dict[tuple[str, DeviceId], bool | str] = {}
 
     def __bool__(self) -> bool:
@@ -271,7 +271,8 @@ class DraState:
     # ---- devices on a node -------------------------------------------------------------------
     def pools(self, node: str, labels: dict[str, str]) -> list[Pool]:
         """The pools whose slices are available on ``node``, sorted by driver and pool name."""
-        cached = self._pools.get(node)
+        cache_key = (node, tuple(sorted(labels.items())))
+        cached = self._pools.get(cache_key)
         if cached is not None:
             return cached
         by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
@@ -305,7 +306,7 @@ class DraState:
                      for cc in d.consumes_counters])
                 for s in current for d in s.spec.devices]
             pools.append(Pool(driver, name, complete, devices))
-        self._pools[node] = pools
+        self._pools[cache_key] = pools
         return pools
 
     def counter_total(self, key: CounterKey, counter: str) -> Fraction | None:
