@@ -162,9 +162,13 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
                 target["selectedNode"] = None
                 target["message"] = done.message
     for qpi in sched.queue.gated_pods():
-        pods.append({"pod": qpi.info.key, "result": "SchedulingGated", "selectedNode": None,
-                     "nominatedNode": None, "victims": [], "nodes": {},
-                     "message": qpi.gating_plugin and f"blocked by {qpi.gating_plugin}"})
+        gated: dict[str, Any] = {
+            "pod": qpi.info.key, "result": "SchedulingGated", "selectedNode": None,
+            "nominatedNode": None, "victims": [], "nodes": {},
+            "message": qpi.gating_plugin and f"blocked by {qpi.gating_plugin}"}
+        if qpi.info.pod.spec.resource_claims:
+            gated["resourceClaims"] = _claims(qpi.info, False, snap)
+        pods.append(gated)
     unmodelled = sorted({n for fw in sched.frameworks.values() for n in fw.unmodelled})
     return {"pods": pods + skipped, "unmodelledPlugins": unmodelled}
 
@@ -227,17 +231,17 @@ def _render(res: CycleResult, snap: ClusterState) -> dict[str, Any]:
         entry["extenders"] = {"ignoredErrors": dict(sorted(res.extenders.ignored_errors.items())),
                               "boundBy": None}
     if res.pod.pod.spec.resource_claims:
-        entry["resourceClaims"] = _claims(res, snap)
+        entry["resourceClaims"] = _claims(res.pod, res.outcome in ("assumed", "waiting"), snap)
     return entry
 
 
-def _claims(res: CycleResult, snap: ClusterState) -> list[dict[str, Any]]:
-    """The pod's claims and, once it is placed, each claim's allocation (devices, the node it
-    is pinned to) and the pods it is reserved for."""
+def _claims(pod: PodInfo, placed: bool, snap: ClusterState) -> list[dict[str, Any]]:
+    """The pod's claims (a missing one says so) and, once the pod is placed, each claim's
+    allocation (devices, the node it is pinned to) and the pods it is reserved for."""
     dra = snap.dra
     out: list[dict[str, Any]] = []
-    for name, key, claim, missing in dra.pod_claims(res.pod.pod):
-        alloc = dra.allocations.get(key) if res.outcome in ("assumed", "waiting") else None
+    for name, key, claim, missing in dra.pod_claims(pod.pod):
+        alloc = dra.allocations.get(key) if placed else None
         item: dict[str, Any] = {"name": name, "claim": key, "allocation": None,
                                 "reservedFor": list(dra.reserved.get(key, []))}
         if claim is None:

@@ -248,8 +248,7 @@ class DraState:
             users.append(pod_key)
 
     def unreserve(self, key: str, pod_key: str) -> None:
-        """Drop ``pod_key`` from the claim's consumers; the last one out frees the claim (and a
-        generated claim goes with its pod)."""
+        """Drop ``pod_key`` from the claim's consumers; the last one out frees the claim."""
         users = self.reserved.get(key)
         if users is None or pod_key not in users:
             return
@@ -259,14 +258,15 @@ class DraState:
         del self.reserved[key]
         if key in self.allocations:
             self.free(key)
-        if self.generated.get(key) == pod_key:
-            del self.generated[key]
-            del self.claims[key]
 
     def pod_deleted(self, pod_key: str) -> None:
-        """A pod is gone (evicted, finished): it no longer holds any claim."""
+        """A pod is gone (evicted, finished): it holds no claim any more, and the claims
+        generated for it from templates are deleted with it."""
         for key in [k for k, users in self.reserved.items() if pod_key in users]:
             self.unreserve(key, pod_key)
+        for key in [k for k, owner in self.generated.items() if owner == pod_key]:
+            del self.generated[key]
+            del self.claims[key]
 
     # ---- devices on a node -------------------------------------------------------------------
     def pools(self, node: str, labels: dict[str, str]) -> list[Pool]:

@@ -9,13 +9,21 @@ from fractions import Fraction
 from typing import Any
 
 import msgspec
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeberth.api.dra import DeviceClass, ResourceClaim, ResourceSlice
+from kubeberth.api.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from kubeberth.api.objects import ObjectMeta, Pod, PodResourceClaim, PodSpec
 from kubeberth.config.dra import DraObjects
+from kubeberth.scheduling.framework.cycle_state import CycleState
+from kubeberth.scheduling.framework.handle import Handle
+from kubeberth.scheduling.plugins.dynamic_resources import DynamicResources, new
+from kubeberth.state.cluster import ClusterState, make_pod_info
 from kubeberth.state.dra import Allocator, DraState
+
+from .plugin_builders import make_node
 
 GI = 2**30
 CLASS = {"metadata": {"name": "gpu"},
@@ -269,3 +277,68 @@ def test_usage_never_exceeds_counters_or_capacity_and_frees_once(
         s.unreserve(key, f"default/p{key}")
     assert not s.allocations and not s.taken and not s.consumed and not s.counters_used
     assert not s.reserved
+
+
+# ---- the plugin: Reserve then Unreserve leaves nothing behind -----------------------------
+def _cluster() -> tuple[ClusterState, DynamicResources]:
+    snap = ClusterState()
+    for n in ("n1", "n2"):
+        snap.add_node(make_node(n, {"cpu": 8, "memory": "8Gi", "pods": 10}))
+    tpl = {"metadata": {"name": "t", "namespace": "default"},
+           "spec": {"spec": {"devices": {"requests": [
+               {"name": "r", "exactly": {"deviceClassName": "gpu",
+                                         "capacity": {"requests": {"memory": "10Gi"}}}}]}}}}
+    devs = [{**d, "attributes": {"kind": {"string": "x"}}} for d in DEVICES]
+    snap.dra.load(DraObjects(
+        classes=[msgspec.convert(CLASS, DeviceClass)],
+        slices=[msgspec.convert(slice_(devs, node=n, pool=n, counters=[
+            {"name": "gpu-0", "counters": {"memory": {"value": "30Gi"}}}]), ResourceSlice)
+            for n in ("n1", "n2")],
+        claims=[claim("shared", [exactly()])],
+        templates=[msgspec.convert(tpl, ResourceClaimTemplate)]))
+    handle = Handle(snap, clock=lambda: 0.0, rng=np.random.default_rng(0))
+    return snap, new(None, handle)
+
+
+def _usage(snap: ClusterState) -> tuple[Any, ...]:
+    d = snap.dra
+    return (dict(d.allocations), {k: list(v) for k, v in d.reserved.items()}, dict(d.taken),
+            {k: dict(v) for k, v in d.consumed.items()},
+            {k: dict(v) for k, v in d.counters_used.items()}, set(d.claims))
+
+
+@CEL_SETTINGS
+@given(st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()), min_size=1,
+                max_size=10))
+def test_unreserve_leaks_nothing(ops: list[tuple[bool, bool, bool]]) -> None:
+    snap, plugin = _cluster()
+    start = _usage(snap)
+    kept: list[tuple[Any, Any, int]] = []
+    for i, (shared, give_back, second_node) in enumerate(ops):
+        entry = PodResourceClaim(name="c", resource_claim_name="shared") if shared else \
+            PodResourceClaim(name="c", resource_claim_template_name="t")
+        pi = make_pod_info(Pod(metadata=ObjectMeta(name=f"p{i}"),
+                               spec=PodSpec(resource_claims=[entry])))
+        assert plugin.pre_enqueue(pi).ok
+        state = CycleState()
+        _, status = plugin.pre_filter(state, pi, snap)
+        assert status.ok
+        nodes = np.array([1, 0] if second_node else [0, 1], dtype=np.int64)
+        verdict = plugin.filter(state, pi, snap, nodes)
+        feasible = [int(n) for n, c in zip(nodes, verdict.codes, strict=True) if c == 0]
+        if not feasible:
+            continue
+        before = _usage(snap)
+        assert plugin.reserve(state, pi, snap, feasible[0]).ok
+        if give_back:
+            plugin.unreserve(state, pi, snap, feasible[0])
+            plugin.unreserve(state, pi, snap, feasible[0])  # a second Unreserve is harmless
+            assert _usage(snap) == before
+        else:
+            kept.append((state, pi, feasible[0]))
+    for state, pi, node in kept:
+        plugin.unreserve(state, pi, snap, node)
+    assert _usage(snap)[:5] == start[:5]
+    for i in range(len(ops)):
+        snap.dra.pod_deleted(f"default/p{i}")
+    assert _usage(snap) == start
