@@ -37,8 +37,8 @@ def test_examples_decode() -> None:
     objs = load_dra(load_manifests([ROOT / "examples/dra/class.yaml",
                                     ROOT / "examples/dra/mig"]))
     assert [c.metadata.name for c in objs.classes] == ["gpu.nvidia.com"]
-    (rs,) = objs.slices
-    assert rs.spec.shared_counters[0].counters["memory"].value == "40Gi"
+    counters, rs = objs.slices
+    assert counters.spec.shared_counters[0].counters["memory"].value == "40Gi"
     assert rs.spec.devices[1].consumes_counters[0].counter_set == "gpu-0-counters"
     (tpl,) = objs.templates
     assert tpl.spec.spec.devices.requests[0].exactly is not None
@@ -52,6 +52,17 @@ def test_claim_decodes_with_namespace(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "field", "words"), [
     (CLAIM.replace('== "H100"', '=='), "spec.devices.requests[0].exactly.selectors[0].cel"
      ".expression", "does not compile"),
+    ("""\
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: gpu.nvidia.com
+  pool: {name: p, resourceSliceCount: 1}
+  nodeName: n1
+  sharedCounters: [{name: gpu-0, counters: {memory: {value: 40Gi}}}]
+  devices: [{name: gpu-0}]
+""", "spec.devices", "both sharedCounters and devices"),
     (CLAIM.replace("deviceClassName: gpu.nvidia.com", "deviceClassName: gpu.nvidia.com\n"
                    "        allocationMode: Some"), "spec.devices.requests[0].exactly"
      ".allocationMode", "unknown allocationMode"),

@@ -250,7 +250,11 @@ def _slice(doc: Document, rs: ResourceSlice) -> None:
         raise doc.error("perDeviceNodeSelection is not modelled yet",
                         field="spec.perDeviceNodeSelection",
                         expected="nodeName, nodeSelector or allNodes (see docs/dra.md)")
-    if len(chosen) != 1 and spec.devices:
+    if spec.shared_counters and spec.devices:
+        raise doc.error("the slice has both sharedCounters and devices", field="spec.devices",
+                        expected="shared counters in a slice of their own in the same pool "
+                        "(resourceSliceCount counts it)")
+    if len(chosen) != 1:
         raise doc.error(f"the slice sets {' and '.join(chosen) or 'no node selection'}",
                         field="spec", expected="exactly one of nodeName, nodeSelector, allNodes")
     if spec.node_selector is not None:

@@ -78,6 +78,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
         for _, key, claim, missing in dra.pod_claims(pod.pod):
             if claim is None:
                 return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (missing,))
+            if key not in dra.allocations:
+                missing_class = _missing_class(dra.classes, claim)
+                if missing_class:
+                    return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (missing_class,))
             if all(key != k for k, _ in claims):
                 claims.append((key, claim))
         state.write(_STATE_KEY, _CycleData(claims))
@@ -121,7 +125,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
             alloc_run = Allocator(dra, name, labels, pending)
             found = alloc_run.run()
             if isinstance(found, str):
-                fail(i, Code.UNSCHEDULABLE, f"cannot allocate all claims: {found}")
+                fail(i, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"cannot allocate all claims: {found}")
                 continue
             data.found[slot] = found
             data.allocations[slot] = {key: alloc_run.allocation(found.get(key, []))
@@ -161,6 +165,17 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
         return [ClusterEvent("Pod", "Delete"), ClusterEvent("Node", "Add"),
                 ClusterEvent("Node", "UpdateNodeLabel"), ClusterEvent("ResourceClaim", "*"),
                 ClusterEvent("ResourceSlice", "*"), ClusterEvent("DeviceClass", "*")]
+
+
+def _missing_class(classes: Mapping[str, Any], claim: ResourceClaim) -> str:
+    """Upstream's PreFilter verdict for a request naming a DeviceClass that does not exist."""
+    for req in claim.spec.devices.requests:
+        wanted = [(req.name, req.exactly.device_class_name)] if req.exactly is not None else \
+            [(f"{req.name}/{sub.name}", sub.device_class_name) for sub in req.first_available]
+        for name, cls in wanted:
+            if cls not in classes:
+                return f"request {name}: device class {cls} does not exist"
+    return ""
 
 
 def new(args: Mapping[str, Any] | None, handle: Handle) -> DynamicResources:
