@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from tests.oracle.harness import run_kubeberth, run_oracle
 
 ROOT = Path(__file__).resolve().parents[2]
