@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import yaml
 from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
@@ -139,3 +140,27 @@ def test_bad_cel_is_an_input_error_naming_file_and_field(tmp_path: Path) -> None
     assert "spec.devices.requests[0].exactly.selectors[0].cel.expression" in res.output
     assert "does not compile" in res.output
     assert "Traceback" not in res.output
+
+
+def test_simulate_frees_a_finished_pods_claims(tmp_path: Path) -> None:
+    """In a simulation the third MIG pod waits until the first pod ends and its slice (and
+    the GPU's counters) come free."""
+    docs = [d for d in yaml.safe_load_all((EXAMPLES / "mig" / "workload.yaml").read_text()) if d]
+    timing = {"inference-a": ("0", "10"), "inference-b": ("0", "100"),
+              "inference-c": ("1", "50")}
+    for d in docs:
+        if d["kind"] == "Pod":
+            arrival, duration = timing[d["metadata"]["name"]]
+            d["metadata"]["annotations"] = {"kubeberth.io/arrival-seconds": arrival,
+                                            "kubeberth.io/duration-seconds": duration}
+    workload = tmp_path / "workload.yaml"
+    workload.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    res = CliRunner().invoke(app, [
+        "simulate", "--cluster", str(EXAMPLES / "class.yaml"),
+        "--cluster", str(EXAMPLES / "mig" / "cluster.yaml"), "-w", str(workload), "-q",
+        "--out-dir", str(tmp_path / "out"), "-o", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["pods"]["scheduled"] == 3 and data["pods"]["unscheduled"] == 0
+    assert data["attempts"]["unschedulable"] == 1
+    assert data["waitSeconds"]["max"] == 9.0
