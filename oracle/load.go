@@ -264,7 +264,7 @@ func generateClaims(p *v1.Pod, templates map[string]*resourcev1.ResourceClaimTem
 // ResourceClaim of the input: its slice tracker and claim cache fill asynchronously after the
 // informers sync, and a pod scheduled before that would find no devices.
 func waitForDRA(ctx context.Context, m fwk.SharedDRAManager, c *cluster) error {
-	var classes, slices int
+	var classes, slices, allocated int
 	var claims []*resourcev1.ResourceClaim
 	for _, o := range c.dra {
 		switch v := o.(type) {
@@ -274,6 +274,13 @@ func waitForDRA(ctx context.Context, m fwk.SharedDRAManager, c *cluster) error {
 			slices++
 		case *resourcev1.ResourceClaim:
 			claims = append(claims, v)
+			if v.Status.Allocation != nil {
+				for _, r := range v.Status.Allocation.Devices.Results {
+					if r.ShareID == nil && (r.AdminAccess == nil || !*r.AdminAccess) {
+						allocated++
+					}
+				}
+			}
 		}
 	}
 	if m == nil || len(c.dra) == 0 {
@@ -294,6 +301,8 @@ func waitForDRA(ctx context.Context, m fwk.SharedDRAManager, c *cluster) error {
 					return false, nil
 				}
 			}
-			return true, nil
+			// The allocated-device tracker follows the claims through its own event handler.
+			inUse, err := m.ResourceClaims().ListAllAllocatedDevices()
+			return err == nil && inUse.Len() >= allocated, nil
 		})
 }
