@@ -138,6 +138,7 @@ def test_bad_cel_is_an_input_error_naming_file_and_field(tmp_path: Path) -> None
     assert res.exit_code == 2
     assert "bad.yaml" in res.output
     assert "spec.devices.requests[0].exactly.selectors[0].cel.expression" in res.output
+    assert "ResourceClaim shared-gpu: the CEL expression" in res.output
     assert "does not compile" in res.output
     assert "Traceback" not in res.output
 

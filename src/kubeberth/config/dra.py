@@ -27,6 +27,7 @@ from kubeberth.api.dra import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Pod
 from kubeberth.api.quantity import parse_quantity
 from kubeberth.api.selectors import compile_node_selector_term
@@ -136,8 +137,12 @@ def _selectors(doc: Document, selectors: list[DeviceSelector], path: str) -> Non
         if sel.cel is None:
             raise doc.error("the selector has no cel", field=f"{path}[{i}].cel",
                             expected="cel: {expression: ...}")
-        with doc.located(where):
+        try:
             compile_selector(sel.cel.expression)
+        except InputError as err:
+            meta = doc.data.get("metadata") or {}
+            raise doc.error(f"{doc.kind} {meta.get('name')}: {err.message}", field=where,
+                            expected=err.expected) from None
 
 
 def _quantity(doc: Document, value: object, path: str) -> None:
