@@ -138,6 +138,7 @@ func newExplainer(ctx context.Context, c *cluster, cfg *config.KubeSchedulerConf
 	for _, o := range c.classes {
 		objs = append(objs, o)
 	}
+	objs = append(objs, c.dra...)
 	client := fake.NewClientset(objs...)
 	rec := &recorder{}
 	client.PrependReactor("delete", "pods", rec.react)
@@ -221,6 +222,9 @@ func newExplainer(ctx context.Context, c *cluster, cfg *config.KubeSchedulerConf
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	if err := waitForDRA(ctx, draManager, c); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 

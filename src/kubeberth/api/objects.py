@@ -151,9 +151,17 @@ class TopologySpreadConstraint(_K8s):
     match_label_keys: list[str] = []
 
 
+class ResourceClaimRef(_K8s):
+    """A container's use of one of its pod's ``spec.resourceClaims`` (by name)."""
+
+    name: str = ""
+    request: str = ""
+
+
 class ResourceRequirements(_K8s):
     requests: ResourceMap = {}
     limits: ResourceMap = {}
+    claims: list[ResourceClaimRef] = []
 
 
 class Container(_K8s):

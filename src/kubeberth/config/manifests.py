@@ -76,6 +76,11 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "Configuration": ("config.kueue.x-k8s.io/v1beta2", "config.kueue.x-k8s.io/v1beta1"),
     "DeschedulerPolicy": ("descheduler/v1alpha2",),
     "KubeSchedulerConfiguration": ("kubescheduler.config.k8s.io/v1",),
+    # Dynamic Resource Allocation, decoded by config/dra.py.
+    "DeviceClass": ("resource.k8s.io/v1",),
+    "ResourceSlice": ("resource.k8s.io/v1",),
+    "ResourceClaim": ("resource.k8s.io/v1",),
+    "ResourceClaimTemplate": ("resource.k8s.io/v1",),
 }
 _WORKLOAD_API = "scheduling.k8s.io/v1alpha"
 _EXPECTED_KINDS = "a kind kubeberth reads: " + ", ".join(

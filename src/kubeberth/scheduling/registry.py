@@ -42,6 +42,7 @@ MODULES = (
     "gang_scheduling",
     "topology_placement",
     "pod_group_pods_count",
+    "dynamic_resources",
 )
 
 

@@ -36,6 +36,7 @@ import msgspec
 from kubeberth.admission.checks import CheckRegistry
 from kubeberth.api.objects import Node, Pod, PodCondition, PodStatus
 from kubeberth.config.configmaps import load_config_maps
+from kubeberth.config.dra import load_dra
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.workload_api import load_workload_api
 from kubeberth.scheduling.config.types import SchedulerConfiguration
@@ -167,6 +168,7 @@ class Simulation:
         self.snapshot.pdbs = list(extras.pdbs)
         self.snapshot.objects.load(load_scheduling_crds(extras))
         self.snapshot.objects.load_workload_api(load_workload_api(extras))
+        self.snapshot.dra.load(load_dra(extras))
         for node in workload.nodes:
             self.snapshot.add_node(node)
         config_maps = load_config_maps(extras)
@@ -589,6 +591,7 @@ class Simulation:
                        running, controller)
 
     def _stopped(self, pi: PodInfo) -> None:
+        self.snapshot.dra.pod_deleted(pi.key)  # a running pod's claims go with it
         if pi.node >= 0 and pi.pod.spec.node_name:
             node = self.snapshot.node_names[pi.node]
             for listener in self.listeners:

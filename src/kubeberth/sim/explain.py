@@ -16,6 +16,7 @@ from kubeberth.admission.model import QUEUE_LABEL
 from kubeberth.api.objects import Pod
 from kubeberth.api.times import parse_time
 from kubeberth.config.configmaps import initial_config_maps, load_config_maps
+from kubeberth.config.dra import load_dra
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.workload_api import load_workload_api
@@ -28,6 +29,7 @@ from kubeberth.scheduling.pod_group_cycle import GroupOutcome
 from kubeberth.scheduling.scheduler import CycleResult, Scheduler
 from kubeberth.sim.explain_groups import render_group
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
+from kubeberth.state.dra import show_quantity
 
 _RESULT = {"assumed": "Scheduled", "waiting": "Waiting", "unschedulable": "Unschedulable",
            "error": "Error"}
@@ -43,6 +45,7 @@ def build_state(manifests: Manifests) -> tuple[ClusterState, list[PodInfo]]:
     snap.pdbs = list(manifests.pdbs)
     snap.objects.load(load_scheduling_crds(manifests))
     snap.objects.load_workload_api(load_workload_api(manifests))
+    snap.dra.load(load_dra(manifests))
     for node in manifests.nodes:
         snap.add_node(node)
     for key, data in initial_config_maps(load_config_maps(manifests)).items():
@@ -121,6 +124,7 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
     def evict(victim: PodInfo, _preemptor: PodInfo) -> None:
         snap.remove_pod(victim)
         snap.objects.pod_deleted(victim.key)
+        snap.dra.pod_deleted(victim.key)
 
     def bind(_pod: PodInfo, _node: str) -> Status:
         return SUCCESS
@@ -168,9 +172,13 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
                 target["selectedNode"] = None
                 target["message"] = done.message
     for qpi in sched.queue.gated_pods():
-        pods.append({"pod": qpi.info.key, "result": "SchedulingGated", "selectedNode": None,
-                     "nominatedNode": None, "victims": [], "nodes": {},
-                     "message": qpi.gating_plugin and f"blocked by {qpi.gating_plugin}"})
+        gated: dict[str, Any] = {
+            "pod": qpi.info.key, "result": "SchedulingGated", "selectedNode": None,
+            "nominatedNode": None, "victims": [], "nodes": {},
+            "message": qpi.gating_plugin and f"blocked by {qpi.gating_plugin}"}
+        if qpi.info.pod.spec.resource_claims:
+            gated["resourceClaims"] = _claims(qpi.info, False, snap)
+        pods.append(gated)
     unmodelled = sorted({n for fw in sched.frameworks.values() for n in fw.unmodelled})
     out: dict[str, Any] = {"pods": pods + skipped, "unmodelledPlugins": unmodelled}
     if groups:
@@ -235,7 +243,32 @@ def _render(res: CycleResult, snap: ClusterState) -> dict[str, Any]:
     if res.extenders is not None:
         entry["extenders"] = {"ignoredErrors": dict(sorted(res.extenders.ignored_errors.items())),
                               "boundBy": None}
+    if res.pod.pod.spec.resource_claims:
+        entry["resourceClaims"] = _claims(res.pod, res.outcome in ("assumed", "waiting"), snap)
     return entry
+
+
+def _claims(pod: PodInfo, placed: bool, snap: ClusterState) -> list[dict[str, Any]]:
+    """The pod's claims (a missing one says so) and, once the pod is placed, each claim's
+    allocation (devices, the node it is pinned to) and the pods it is reserved for."""
+    dra = snap.dra
+    out: list[dict[str, Any]] = []
+    for name, key, claim, missing in dra.pod_claims(pod.pod):
+        alloc = dra.allocations.get(key) if placed else None
+        item: dict[str, Any] = {"name": name, "claim": key, "allocation": None,
+                                "reservedFor": list(dra.reserved.get(key, []))}
+        if claim is None:
+            item["message"] = missing
+        if alloc is not None:
+            item["allocation"] = {
+                "node": alloc.node,
+                "devices": [{"request": r.request, "driver": r.driver, "pool": r.pool,
+                             "device": r.device, "adminAccess": r.admin_access,
+                             "consumedCapacity": {k: show_quantity(v)
+                                                  for k, v in sorted(r.consumed.items())}}
+                            for r in alloc.results]}
+        out.append(item)
+    return out
 
 
 def _extender_verdicts(res: CycleResult, node: str) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from kubeberth.api.resources import (
     pod_non_zero_requests,
     pod_requests,
 )
+from kubeberth.state.dra import DraState
 from kubeberth.state.gpu import GpuDevices, best_fit_devices
 from kubeberth.state.jit import kernel
 from kubeberth.state.memo import ShapeMemo
@@ -264,6 +265,7 @@ class ClusterState:
         self.pdbs: list[PodDisruptionBudget] = []
         # PodGroups, ElasticQuotas, Volcano Queues and every existing pod (see state/objects.py).
         self.objects = SchedulingObjects()
+        self.dra = DraState()  # DRA objects, claim allocations and device usage
         # ConfigMaps policies read as configuration sources ("namespace/name" -> data), with a
         # counter bumped on every change so their caches know (see set_config_map).
         self.config_maps: dict[str, Mapping[str, str]] = {}

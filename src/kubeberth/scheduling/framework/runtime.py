@@ -56,7 +56,7 @@ from kubeberth.scheduling.framework.status import (
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
 # Upstream default plugins that act on objects kubeberth does not model (volumes, host ports,
-# container images, DRA claims). Configurations may name them; they have nothing to decide here.
+# container images). Configurations may name them; they have nothing to decide here.
 _INT64 = np.dtype(np.int64)
 _ScoreFn = Callable[[CycleState, PodInfo, ClusterState, IntArray], IntArray]
 _NormalizeFn = Callable[[CycleState, PodInfo, IntArray], "IntArray | None"]
@@ -64,7 +64,7 @@ _NormalizeFn = Callable[[CycleState, PodInfo, IntArray], "IntArray | None"]
 UNMODELLED_PLUGINS = frozenset({
     "NodePorts", "VolumeRestrictions", "NodeVolumeLimits", "EBSLimits", "GCEPDLimits",
     "AzureDiskLimits", "CinderLimits", "VolumeBinding", "VolumeZone", "ImageLocality",
-    "DynamicResources", "NodeDeclaredFeatures",
+    "NodeDeclaredFeatures",
 })
 
 EXTENSION_POINT_KINDS: dict[str, type[Plugin]] = {
