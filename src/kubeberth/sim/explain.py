@@ -15,15 +15,19 @@ from typing import Any
 from kubeberth.admission.model import QUEUE_LABEL
 from kubeberth.api.objects import Pod
 from kubeberth.api.times import parse_time
+from kubeberth.api.volcano import VOLCANO_SCHEDULER_NAME
 from kubeberth.config.configmaps import initial_config_maps, load_config_maps
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
+from kubeberth.config.volcano import load_volcano
 from kubeberth.config.workloads import load_owners
 from kubeberth.scheduling.config.types import SchedulerConfiguration
 from kubeberth.scheduling.framework.extender import ExtenderVerdicts
 from kubeberth.scheduling.framework.registry import Registry
 from kubeberth.scheduling.framework.status import SUCCESS, Status
 from kubeberth.scheduling.scheduler import CycleResult, Scheduler
+from kubeberth.scheduling.volcano.conf import VolcanoConf, load_volcano_conf
+from kubeberth.sim.volcano import explain_volcano
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 
 _RESULT = {"assumed": "Scheduled", "waiting": "Waiting", "unschedulable": "Unschedulable",
@@ -111,8 +115,13 @@ def owner_pods(manifests: Manifests) -> list[Pod]:
 
 
 def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Registry,
-            *, seed: int = 0) -> dict[str, Any]:
+            *, seed: int = 0, volcano_conf: VolcanoConf | None = None) -> dict[str, Any]:
     snap, pending = build_state(manifests)
+    volcano = load_volcano(manifests, snap.priority_classes)
+    for seq, pod in enumerate(volcano.job_pods, start=len(pending) + len(snap.pods)):
+        pi = make_pod_info(pod, snap.priority_classes, seq=seq)
+        snap.objects.pod_created(pi)
+        pending.append(pi)
 
     def evict(victim: PodInfo, _preemptor: PodInfo) -> None:
         snap.remove_pod(victim)
@@ -124,9 +133,12 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
     sched = Scheduler(config, registry, snap, clock=lambda: 0.0, seed=seed,
                       binder=bind, evictor=evict)
     skipped: list[dict[str, Any]] = []
+    by_volcano: list[PodInfo] = []
     for pi in pending:
         if sched.responsible_for(pi):
             sched.add(pi)
+        elif pi.pod.spec.scheduler_name == VOLCANO_SCHEDULER_NAME:
+            by_volcano.append(pi)
         else:
             skipped.append({"pod": pi.key, "result": "NotOurs", "selectedNode": None,
                             "nominatedNode": None, "victims": [], "nodes": {},
@@ -162,7 +174,14 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
                      "nominatedNode": None, "victims": [], "nodes": {},
                      "message": qpi.gating_plugin and f"blocked by {qpi.gating_plugin}"})
     unmodelled = sorted({n for fw in sched.frameworks.values() for n in fw.unmodelled})
-    return {"pods": pods + skipped, "unmodelledPlugins": unmodelled}
+    out: dict[str, Any] = {"pods": pods, "unmodelledPlugins": unmodelled}
+    if by_volcano:
+        vpods, out["volcano"] = explain_volcano(
+            snap, by_volcano, volcano, volcano_conf or load_volcano_conf(None), registry,
+            seed=seed)
+        pods.extend(vpods)
+    pods.extend(skipped)
+    return out
 
 
 def _bind(sched: Scheduler, res: CycleResult, entry: dict[str, Any]) -> None:

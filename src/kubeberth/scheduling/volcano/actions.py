@@ -124,8 +124,7 @@ def _place(ssn: Session, stmt: Statement | None, job: JobInfo, queue: QueueInfo,
     if stmt is None:
         ssn.allocate(job, task, node)
         job.pending.remove(task)
-        ssn.decisions[task.key] = Decision(task.key, job.uid, ssn.snap.node_names[node],
-                                           ssn.number)
+        ssn.record(job, task, node)
     else:
         stmt.allocate(job, task, node)
     return True

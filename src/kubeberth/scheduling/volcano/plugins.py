@@ -59,6 +59,13 @@ def _cmp(a: float, b: float) -> int:
     return (a > b) - (a < b)
 
 
+def le_with_dimension(left: Mapping[str, float], right: Mapping[str, float],
+                      dims: Mapping[str, float]) -> bool:
+    """Volcano ``LessEqualWithDimension``: ``left`` within ``right`` in the dimensions ``dims``
+    asks for (within 0.1); a dimension ``right`` lacks is zero."""
+    return all(left.get(k, 0.0) <= right.get(k, 0.0) + 0.1 for k, v in dims.items() if v > 0)
+
+
 def _no_args(option: PluginOption, allowed: tuple[str, ...] = ()) -> None:
     for key in option.arguments:
         if key not in allowed and not any(key.startswith(a + ".") for a in allowed
@@ -202,10 +209,7 @@ class Proportion(Plugin):
             if attr is None:
                 return False
             req = from_milli(task.requests)
-            future = add(dict(attr.allocated), req)
-            # LessEqualWithDimension: only the dimensions the task asks for.
-            return all(future.get(k, 0.0) <= attr.deserved.get(k, 0.0) + 0.1
-                       for k, v in req.items() if v > 0)
+            return le_with_dimension(add(dict(attr.allocated), req), attr.deserved, req)
 
         def enqueueable(job: JobInfo) -> int:
             attr = attrs.get(job.queue)
@@ -217,7 +221,7 @@ class Proportion(Plugin):
                        inqueue.get(job.queue, {}))
             sub(need, elastic.get(job.queue, {}))
             real = attr.real_capability
-            if real is None or less_equal(need, real, Default.INFINITY):
+            if real is None or le_with_dimension(need, real, job.min_resources):
                 return PERMIT
             return REJECT
 
@@ -271,7 +275,8 @@ class Overcommit(Plugin):
         def enqueueable(job: JobInfo) -> int:
             if is_empty(job.min_resources):
                 return PERMIT
-            if less_equal(add(dict(inqueue), job.min_resources), idle, Default.INFINITY):
+            if le_with_dimension(add(dict(inqueue), job.min_resources), idle,
+                                 job.min_resources):
                 return PERMIT
             return REJECT
 

@@ -55,7 +55,7 @@ class VolcanoScheduler:
         self.pod_groups = dict(pod_groups or {})
         self._order: dict[str, int] = {k: i for i, k in enumerate(self.pod_groups)}
         # Build every plugin once, so bad arguments fail before the first session.
-        self._plugin_tiers: list[list[Plugin]] = [[PLUGINS[o.name](o) for o in tier]
+        self.plugin_tiers: list[list[Plugin]] = [[PLUGINS[o.name](o) for o in tier]
                                                   for tier in conf.tiers]
         self.sessions = 0
 
@@ -121,9 +121,9 @@ class VolcanoScheduler:
         for i, (name, q) in enumerate(self.queues.items(), start=1):
             queues[name] = QueueInfo(name, q, i)
         ordered = dict(sorted(jobs.items(), key=lambda kv: kv[1].order))
-        ssn = Session(self.conf, snap, ordered, queues, self._plugin_tiers, self.sessions,
+        ssn = Session(self.conf, snap, ordered, queues, self.plugin_tiers, self.sessions,
                       self._pick, self.kube)
-        for tier in self._plugin_tiers:
+        for tier in self.plugin_tiers:
             for plugin in tier:
                 plugin.on_session_open(ssn)
         for action in self.conf.actions:

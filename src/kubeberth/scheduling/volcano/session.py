@@ -87,6 +87,7 @@ class Decision:
     node: str | None
     session: int
     message: str = ""
+    order: int = 0  # the placement's place in the session (1 = first), 0 when pending
 
 
 class Plugin:
@@ -139,6 +140,7 @@ class Session:
         self.kube = kube  # the kube-scheduler profile whose filters and scores plugins reuse
         self.fns = _Fns()
         self.decisions: dict[str, Decision] = {}
+        self.placements = 0
         self.total: VResource = {}
         self.job_of_task: dict[str, JobInfo] = {}
         for job in jobs.values():
@@ -264,6 +266,12 @@ class Session:
             for fn in tier:
                 fn(job, task)
 
+    def record(self, job: JobInfo, task: PodInfo, node: int) -> None:
+        """A committed placement."""
+        self.placements += 1
+        self.decisions[task.key] = Decision(task.key, job.uid, self.snap.node_names[node],
+                                            self.number, order=self.placements)
+
     def close(self) -> None:
         """Write PodGroup phases back: a job with minMember tasks placed is Running."""
         for job in self.jobs.values():
@@ -287,9 +295,7 @@ class Statement:
         for job, task, node in self.ops:
             if task in job.pending:
                 job.pending.remove(task)
-            self.ssn.decisions[task.key] = Decision(task.key, job.uid,
-                                                    self.ssn.snap.node_names[node],
-                                                    self.ssn.number)
+            self.ssn.record(job, task, node)
         self.ops.clear()
 
     def discard(self) -> None:
