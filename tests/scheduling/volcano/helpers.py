@@ -8,10 +8,10 @@ from typing import Any
 import yaml
 
 from kubeberth.config.manifests import load_manifests
+from kubeberth.config.yamlsrc import Source
 from kubeberth.scheduling.config.loader import load_scheduler_config
 from kubeberth.scheduling.registry import in_tree_registry
 from kubeberth.scheduling.volcano.conf import VolcanoConf, parse_volcano_conf
-from kubeberth.config.yamlsrc import Source
 from kubeberth.sim.explain import explain
 
 

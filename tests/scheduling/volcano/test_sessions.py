@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.scheduling.volcano.helpers import group, node, placed, queue, run, vcjob
 
 from kubeberth.scheduling.plugins.volcano_proportion import QueueAttr, water_fill
 from kubeberth.scheduling.volcano.conf import PluginOption
 from kubeberth.scheduling.volcano.plugins import Binpack
-from tests.scheduling.volcano.helpers import group, node, placed, queue, run, vcjob
 
 A = {"cpu": "2", "nvidia.com/gpu": "1"}
 B = {"cpu": "1", "nvidia.com/gpu": "2"}
