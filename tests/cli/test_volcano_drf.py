@@ -63,3 +63,32 @@ def test_simulate_refuses_volcano_jobs_rather_than_dropping_them(tmp_path: Path)
     assert res.exit_code == 2
     assert "Volcano Jobs are not simulated yet" in res.stderr
     assert "jobs.yaml" in res.stderr
+
+
+def _explain_job(tmp_path: Path, cpus: str) -> dict[str, object]:
+    from tests.config.test_volcano_objects import JOB
+
+    tmp_path.mkdir()
+    (tmp_path / "job.yaml").write_text(JOB)
+    (tmp_path / "node.yaml").write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
+        f"status: {{allocatable: {{cpu: '{cpus}', memory: 8Gi, pods: '110'}}}}\n")
+    res = CliRunner().invoke(app, ["explain", "-f", str(tmp_path), "-o", "json"])
+    assert res.exit_code == 0, res.stderr
+    data: dict[str, object] = json.loads(res.stdout)
+    return data
+
+
+def test_volcanos_example_job_is_scheduled_as_a_gang(tmp_path: Path) -> None:
+    """Volcano's example/job.yaml shape (minAvailable 3 of 6 one-CPU tasks) under the default
+    volcano-scheduler.conf: 8 CPUs place all six; 2 CPUs place none."""
+    data = _explain_job(tmp_path / "big", "8")
+    assert sum(p["result"] == "Scheduled" for p in data["pods"]) == 6  # type: ignore[attr-defined]
+    data = _explain_job(tmp_path / "small", "2")
+    assert sum(p["result"] == "Scheduled" for p in data["pods"]) == 0  # type: ignore[attr-defined]
+
+
+def test_explain_without_volcano_pods_has_no_volcano_section() -> None:
+    res = CliRunner().invoke(app, ["explain", "-f", str(DRF / "cluster.yaml"), "-o", "json"])
+    assert res.exit_code == 0, res.stderr
+    assert "volcano" not in json.loads(res.stdout)

@@ -10,6 +10,7 @@ alternate. A job that cannot become ready has its placements discarded (gang).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
@@ -24,7 +25,10 @@ from kubeberth.scheduling.volcano.session import (
 from kubeberth.state.cluster import PodInfo
 
 
-def _pop_min(items: list[JobInfo] | list[QueueInfo], cmp: Callable[[object, object], int]) -> int:
+_T = TypeVar("_T")
+
+
+def _pop_min(items: list[_T], cmp: Callable[[_T, _T], int]) -> int:
     """Index of the first item in ``cmp`` order (a priority queue's pop, re-sorted each time)."""
     best = 0
     for i in range(1, len(items)):
@@ -59,8 +63,7 @@ def enqueue(ssn: Session) -> None:
     capability; overcommit: the cluster's idle resources times the factor)."""
     pending = [j for j in ssn.jobs.values() if j.phase == PENDING]
     queues, by_queue = _by_queue(ssn, pending)
-    qcmp: Callable[[object, object], int] = ssn.queue_order  # type: ignore[assignment]
-    jcmp: Callable[[object, object], int] = ssn.job_order  # type: ignore[assignment]
+    qcmp, jcmp = ssn.queue_order, ssn.job_order
     while queues:
         q = queues.pop(_pop_min(queues, qcmp))
         jobs = by_queue[q.name]
@@ -152,8 +155,7 @@ def allocate(ssn: Session) -> None:
     queues, by_queue = _by_queue(ssn, jobs)
     tasks = {job.uid: ssn.sorted_tasks(list(job.pending)) for job in jobs}
     nodes = [int(n) for n in ssn.snap.node_ids().tolist()]
-    qcmp: Callable[[object, object], int] = ssn.queue_order  # type: ignore[assignment]
-    jcmp: Callable[[object, object], int] = ssn.job_order  # type: ignore[assignment]
+    qcmp, jcmp = ssn.queue_order, ssn.job_order
     while queues:
         queue = queues.pop(_pop_min(queues, qcmp))
         if ssn.overused(queue):
