@@ -24,7 +24,6 @@ from kubeberth.scheduling.volcano.session import (
 )
 from kubeberth.state.cluster import PodInfo
 
-
 _T = TypeVar("_T")
 
 
