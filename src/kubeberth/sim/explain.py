@@ -118,7 +118,8 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
             *, seed: int = 0, volcano_conf: VolcanoConf | None = None) -> dict[str, Any]:
     snap, pending = build_state(manifests)
     volcano = load_volcano(manifests, snap.priority_classes)
-    for seq, pod in enumerate(volcano.job_pods, start=len(pending) + len(snap.pods)):
+    first = max((pi.seq for pi in snap.objects.pods.values()), default=-1) + 1
+    for seq, pod in enumerate(volcano.job_pods, start=first):
         pi = make_pod_info(pod, snap.priority_classes, seq=seq)
         snap.objects.pod_created(pi)
         pending.append(pi)
