@@ -5,11 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kubeberth.admission import (
     AdmissionState,
     finish_workloads,
     run_cycle,
 )
+from kubeberth.admission.model import MAX_COHORT_DEPTH
+from kubeberth.api.errors import InputError
 from kubeberth.api.times import parse_time
 
 from .builders import (
@@ -125,3 +129,31 @@ def test_everything_fits_until_the_root_is_full(tmp_path: Path) -> None:
     admitted = [k for k, (s, _) in states(data).items() if s == "Admitted"]
     # 10 cpus in the tree (2 + 2 + 2 + 4 at the root): five workloads of 2.
     assert len(admitted) == 5
+
+
+def _chain(length: int) -> list[dict[str, Any]]:
+    """c0 -> c1 -> ... -> c<length-1>: only the root holds quota; cq sits below c0."""
+    cohorts = [cohort(f"c{i}", parent=f"c{i + 1}") for i in range(length - 1)]
+    root = cohort(f"c{length - 1}", groups=[group([CPU], ("default", [quota(CPU, "4")]))])
+    return [flavor("default"), *cohorts, root, _cq("cq", "c0", "0"), local_queue("cq")]
+
+
+def test_a_chain_at_the_depth_limit_borrows_from_its_root(tmp_path: Path) -> None:
+    docs = [*_chain(MAX_COHORT_DEPTH), workload("w", "cq", {CPU: "3"})]
+    data, _ = run(tmp_path, docs)
+    assert states(data)["default/w"][0] == "Admitted"
+
+
+@pytest.mark.parametrize("length", [MAX_COHORT_DEPTH + 1, 1000, 5000])
+def test_a_deeper_chain_is_an_input_error(tmp_path: Path, length: int) -> None:
+    with pytest.raises(InputError) as err:
+        load(tmp_path, _chain(length))
+    assert err.value.field == "spec.parentName"
+    assert f"{MAX_COHORT_DEPTH + 1} levels below its root" in str(err.value)
+
+
+def test_a_long_cycle_is_reported_once(tmp_path: Path) -> None:
+    docs = [flavor("default"), *(cohort(f"c{i}", parent=f"c{(i + 1) % 3000}")
+                                 for i in range(3000))]
+    with pytest.raises(InputError, match="cohorts form a cycle: c0 -> c1 -> c2"):
+        load(tmp_path, docs)

@@ -1,9 +1,10 @@
+import re
 from fractions import Fraction
 
 import pytest
 
 from kubeberth.api.errors import InputError
-from kubeberth.api.quantity import format_milli, parse_quantity, to_milli
+from kubeberth.api.quantity import Milli, format_milli, parse_quantity, to_milli
 
 
 @pytest.mark.parametrize(
@@ -55,3 +56,40 @@ def test_format_round_trip() -> None:
     assert format_milli("cpu", 2000) == "2"
     assert format_milli("memory", 16 * 2**30 * 1000) == "16Gi"
     assert format_milli("nvidia.com/gpu", 8000) == "8"
+
+
+@pytest.mark.parametrize(("raw", "said"), [
+    ("1.2.3", "quantities must match the regular expression "
+              "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
+    ("1Ki3", "unable to parse quantity's suffix"),
+    ("1e", "unable to parse quantity's suffix"),
+    ("1e9223372036854775808", "unable to parse quantity's suffix"),
+    (".", "unable to parse numeric part of quantity"),
+    (float("nan"), "not a finite number"),
+    (float("-inf"), "not a finite number"),
+    ("1e999999999", "out of range"),
+    ("1e400", "out of range"),
+    ("9Pi", "out of range"),
+    (18446744073709551616, "out of range"),
+    ("1" * 100_000, "out of range"),
+])
+def test_upstream_messages_and_int64_milli_limit(raw: object, said: str) -> None:
+    with pytest.raises(InputError, match=re.escape(said)):
+        to_milli("memory", raw)
+
+
+def test_limits_are_exact_and_tiny_values_round_up() -> None:
+    assert to_milli("cpu", "9223372036854775807m") == 2**63 - 1
+    with pytest.raises(InputError):
+        to_milli("cpu", "9223372036854775808m")
+    assert to_milli("memory", "8Pi") == 2**53 * 1000
+    assert to_milli("cpu", "1e-999999999") == 1  # rounds up to a millicore, as upstream
+    assert to_milli("cpu", "-1e-999999999") == 0
+    assert to_milli("cpu", "0." + "0" * 100_000 + "1") == 1
+    assert to_milli("cpu", "1e-9223372036854775808") == 1
+
+
+def test_milli_is_a_number_in_milli_units() -> None:
+    assert to_milli("cpu", Milli(1500)) == 1500
+    assert to_milli("memory", Milli(7)) == 7  # taken as is, whatever the resource
+    assert parse_quantity(Milli(1500)) == Fraction(3, 2)

@@ -46,9 +46,15 @@ spec: {clusterQueue: cq}
 ---
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
+---
+apiVersion: scheduling.k8s.io/v1alpha2
+kind: PodGroup
+metadata: {name: g, namespace: team}
+spec: {schedulingPolicy: {basic: {}}}
 """)
     srv = EmbeddedServer(manifests=load_manifests(path))
-    assert srv.skipped == ["KubeSchedulerConfiguration"]
+    # Native PodGroups are not served yet (docs/gangs.md): said, not dropped.
+    assert srv.skipped == ["KubeSchedulerConfiguration", "PodGroup"]
     api = srv.api
     pod = api.get(api.pods, "team", "p")
     assert pod["spec"]["priority"] == 7

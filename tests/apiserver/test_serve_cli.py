@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
+import yaml
 
 from kubeberth.apiserver import EmbeddedServer
 from kubeberth.config.manifests import load_manifests
 
 
-def _start(*args: str) -> tuple[subprocess.Popen[str], list[str]]:
+def _start(*args: str, home: Path | None = None) -> tuple[subprocess.Popen[str], list[str]]:
+    env = {**os.environ, "HOME": str(home)} if home is not None else None
     proc = subprocess.Popen([sys.executable, "-m", "kubeberth", "serve", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
     lines: list[str] = []
     for line in proc.stdout:
@@ -38,30 +43,64 @@ def test_serve_loads_manifests_and_prints_the_kubectl_command(
     proc, lines = _start("-f", str(cluster_file), "--port", "0", "--kubeconfig-out",
                          str(kubeconfig))
     try:
-        assert lines[0].startswith("kubeberth API server listening on http://127.0.0.1:")
+        # Secure by default: HTTPS with a generated token, both only in the 0600 kubeconfig.
+        assert lines[0].startswith("kubeberth API server listening on https://127.0.0.1:")
         assert lines[-1] == f"kubectl --kubeconfig {kubeconfig} get nodes"
+        assert stat.S_IMODE(kubeconfig.stat().st_mode) == 0o600
+        config = yaml.safe_load(kubeconfig.read_text())
+        token = config["users"][0]["user"]["token"]
+        assert len(token) >= 40 and all(token not in line for line in lines)
         out = subprocess.run([kubectl_bin, "--kubeconfig", str(kubeconfig), "get", "nodes",
                               "-o", "name"], capture_output=True, text=True, timeout=60,
                              env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
-        assert out.stdout.split() == ["node/cpu-a", "node/gpu-a", "node/gpu-b"]
+        assert out.stdout.split() == ["node/cpu-a", "node/gpu-a", "node/gpu-b"], out.stderr
+        url = config["clusters"][0]["cluster"]["server"]
+        with httpx.Client(base_url=url, verify=False, timeout=10) as anonymous:
+            assert anonymous.get("/api/v1/nodes").status_code == 401
+            assert anonymous.get("/metrics").status_code == 401
+            assert anonymous.get("/healthz").status_code == 200
     finally:
         assert _stop(proc) == 0
 
 
-def test_serve_without_kubeconfig_prints_server_and_token(cluster_file: Path) -> None:
-    proc, lines = _start("-f", str(cluster_file), "--port", "0", "--token", "abc")
+def test_serve_default_kubeconfig_is_under_home(cluster_file: Path, tmp_path: Path) -> None:
+    proc, lines = _start("-f", str(cluster_file), "--port", "0", home=tmp_path)
+    try:
+        kubeconfig = tmp_path / ".kube" / "kubeberth-serve.yaml"
+        assert lines[-1] == f"kubectl --kubeconfig {kubeconfig} get nodes"
+        assert stat.S_IMODE(kubeconfig.stat().st_mode) == 0o600
+    finally:
+        assert _stop(proc) == 0
+
+
+def test_serve_no_auth_prints_the_server_and_warns(cluster_file: Path, tmp_path: Path) -> None:
+    proc, lines = _start("-f", str(cluster_file), "--port", "0", "--no-auth",
+                         "--metrics-public", home=tmp_path)
     try:
         url = lines[0].split(" on ")[1].split(" ")[0]
-        assert lines[-1] == f"kubectl --server {url} --token abc get nodes"
+        assert url.startswith("http://")
+        assert any("--no-auth: no token is required" in line for line in lines)
+        assert lines[-1] == f"kubectl --server {url} get nodes"
+        assert not (tmp_path / ".kube").exists()
+        assert httpx.get(f"{url}/api/v1/nodes").status_code == 200
+        assert httpx.get(f"{url}/metrics").status_code == 200
     finally:
         assert _stop(proc) == 0
+
+
+def test_serve_no_auth_and_token_contradict() -> None:
+    proc = subprocess.run([sys.executable, "-m", "kubeberth", "serve", "--no-auth", "--token",
+                           "x", "--port", "0"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "--token and --no-auth contradict each other" in proc.stderr
 
 
 def test_serve_reports_skipped_kinds(tmp_path: Path, cluster_file: Path) -> None:
     policy = tmp_path / "policy.yaml"
     policy.write_text("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n"
                       "profiles: []\n")
-    proc, lines = _start("-f", str(cluster_file), "-f", str(policy), "--port", "0")
+    proc, lines = _start("-f", str(cluster_file), "-f", str(policy), "--port", "0",
+                         "--no-auth")
     try:
         assert "not served, skipped: DeschedulerPolicy" in lines
     finally:

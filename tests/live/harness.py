@@ -107,6 +107,24 @@ class Live:
         return srv.call(lambda: {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p
                                  for p in api.store.items(api.pods)})
 
+    def plant(self, plural: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Store ``obj`` in the server in-process, behind its validation: the way to give a
+        controller an object no API would accept (the HTTP API refuses what it cannot read)."""
+        srv = self.server
+        assert srv is not None
+        api = srv.api
+        rt = next(r for r in api.registry.resources if r.plural == plural)
+        return srv.call(lambda: api.store.insert(rt, obj))
+
+    def events(self, reason: str = "") -> list[dict[str, Any]]:
+        """Every core Event in the server (with ``reason``, those only)."""
+        srv = self.server
+        assert srv is not None
+        api = srv.api
+        rt = next(r for r in api.registry.resources if r.plural == "events" and r.group == "")
+        return [e for e in srv.call(lambda: list(api.store.items(rt)))
+                if not reason or e.get("reason") == reason]
+
     def placement(self) -> dict[str, str]:
         return {k: p["spec"].get("nodeName", "") for k, p in self.pods().items()}
 

@@ -260,3 +260,62 @@ def test_cli_unreadable_tls_certificate_exits_2(tmp_path: Path) -> None:
                                    str(tmp_path / "missing.pem")])
     assert res.exit_code == 2
     assert "cannot serve on 127.0.0.1:0" in res.stderr
+
+
+def test_token_is_required_on_the_verbs(service: ExtenderService) -> None:
+    with ExtenderServer(make_app(service, token="s3cret")) as server, \
+            httpx.Client(base_url=server.url) as client:
+        body = json.dumps({"Pod": pod("p", "2"), "NodeNames": ["a", "b"]})
+        assert client.post("/filter", content=body).status_code == 401
+        assert client.post("/filter", content=body,
+                           headers={"Authorization": "Bearer wrong"}).status_code == 401
+        ok = client.post("/filter", content=body, headers={"Authorization": "Bearer s3cret"})
+        assert ok.json()["NodeNames"] == ["b"]
+        assert client.get("/healthz").text == "ok"  # probes stay open
+
+
+def test_exposure_warning_names_what_is_missing() -> None:
+    from kubeberth.live.extender import exposure_warning
+
+    assert exposure_warning("127.0.0.1", tls=False, token=False) is None
+    assert exposure_warning("::1", tls=False, token=False) is None
+    assert exposure_warning("0.0.0.0", tls=True, token=True) is None
+    warning = exposure_warning("0.0.0.0", tls=True, token=False)
+    assert warning is not None and "bearer token" in warning and "TLS" not in warning
+    warning = exposure_warning("10.0.0.5", tls=False, token=False)
+    assert warning is not None and "TLS" in warning and "bearer token" in warning
+
+
+def test_cli_token_file_and_loud_warning_off_loopback(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("from-file\n")
+    env = {**os.environ, "COLUMNS": "300"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubeberth", "extender", "--port", "0", "--host", "0.0.0.0",
+         "--token-file", str(tmp_path / "token")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        url = proc.stdout.readline().rsplit(" ", 1)[-1].strip().replace("0.0.0.0", "127.0.0.1")
+        assert "WARNING" in proc.stderr.readline()
+        body = json.dumps({"Pod": pod("p", "1"), "NodeNames": ["x"]})
+        assert httpx.post(url + "/filter", content=body).status_code == 401
+        assert httpx.post(url + "/filter", content=body,
+                          headers={"Authorization": "Bearer from-file"}).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+
+
+def test_cli_token_and_token_file_conflict(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("x")
+    res = CliRunner().invoke(app, ["extender", "--port", "0", "--token", "y", "--token-file",
+                                   str(tmp_path / "token")])
+    assert res.exit_code == 2
+    assert "--token and --token-file both given" in res.stderr
+
+
+def test_deeply_nested_body_is_400(served: tuple[ExtenderService, httpx.Client]) -> None:
+    _service, client = served
+    resp = client.post("filter", content="[" * 100_000 + "]" * 100_000)
+    assert resp.status_code == 400
+    assert "nests too deep" in resp.text

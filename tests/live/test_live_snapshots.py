@@ -106,6 +106,10 @@ def _event(cache: Store, type_: str, pod: dict[str, Any]) -> None:
     cache.apply("Pod", type_, (typed.key, None if type_ == "DELETED" else typed))
 
 
+def _no_refusal(kind: str, key: str, _obj: object, err: Exception, _reason: str) -> None:
+    raise AssertionError(f"{kind} {key} refused: {err}")
+
+
 def test_api_signal_counts_running_pods_on_eligible_nodes(tmp_path: Path) -> None:
     cache = _cache({
         "Node": [_node("gpu-1", 4), _node("gpu-2", 4, cordoned=True),
@@ -116,21 +120,21 @@ def test_api_signal_counts_running_pods_on_eligible_nodes(tmp_path: Path) -> Non
                 _pod("cordoned", "gpu-2", 2), _pod("vk", "virtual-kubelet", 8),
                 _classy("gpu-3")]})
     cfg = spill_config(tmp_path)
-    assert ApiSignal(cache, list, cfg).read(NOW).value == 2.0  # 4 - run - batch
+    assert ApiSignal(cache, list, cfg, _no_refusal).read(NOW).value == 2.0  # 4 - run - batch
     cfg.controller.exclude_pods = ExcludePods(match_labels={"tier": "batch"})
-    reading = ApiSignal(cache, list, cfg).read(NOW)
+    reading = ApiSignal(cache, list, cfg, _no_refusal).read(NOW)
     assert (reading.value, reading.at, reading.fault) == (3.0, NOW, "")
     # A deletion and a new Running pod arrive through the watch.
     _event(cache, "DELETED", _pod("run", "gpu-1", 1))
     _event(cache, "ADDED", _pod("new", "gpu-1", 3))
-    assert ApiSignal(cache, list, cfg).read(NOW).value == 1.0
+    assert ApiSignal(cache, list, cfg, _no_refusal).read(NOW).value == 1.0
     _event(cache, "MODIFIED", _classy("gpu-1"))  # moved to a counted node: it counts
-    assert ApiSignal(cache, list, cfg).read(NOW).value == 0.0
+    assert ApiSignal(cache, list, cfg, _no_refusal).read(NOW).value == 0.0
 
 
 def test_a_broken_watch_is_a_fault(tmp_path: Path) -> None:
     cache = _cache({"Node": [_node("gpu-1", 4)], "Pod": []})
-    reading = ApiSignal(cache, lambda: ["Pod"], spill_config(tmp_path)).read(NOW)
+    reading = ApiSignal(cache, lambda: ["Pod"], spill_config(tmp_path), _no_refusal).read(NOW)
     assert reading.value is None
     assert reading.fault == "signal from the API is stale: the watch of Pod is down"
 

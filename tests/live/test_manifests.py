@@ -25,7 +25,15 @@ from typer.main import get_command
 from kubeberth.api.errors import InputError
 from kubeberth.cli.main import app
 from kubeberth.descheduling.policy import load_descheduler_policy
-from kubeberth.live.deploy import CONTROLLERS, RBAC, SPILL_API_SIGNAL, manifests, rbac_rows, render
+from kubeberth.live.deploy import (
+    CONTROLLERS,
+    RBAC,
+    SCRAPER_LABEL,
+    SPILL_API_SIGNAL,
+    manifests,
+    rbac_rows,
+    render,
+)
 from kubeberth.scheduling.config.loader import load_scheduler_config
 from kubeberth.spill.config import load_spill_config
 
@@ -141,8 +149,11 @@ def test_descheduler_may_evict_but_not_bind_and_scheduler_the_reverse() -> None:
     assert all(not r.startswith("pods/") for r in resources("spill-controller"))
     writes = {"create", "update", "patch", "delete", "deletecollection"}
     # Outside its Lease, the spill controller writes one thing: node taints.
+    # It writes node taints, and Events only about nodes and pods its informers cannot read.
     assert {(r, v) for _g, r, verbs in rbac_rows("spill-controller") for v in verbs
-            if v in writes and r != "leases"} == {("nodes", "patch")}
+            if v in writes and r != "leases"} == {("nodes", "patch"), ("events", "create")}
+    assert {(r, v) for _g, r, verbs in rbac_rows("spill-controller", "prometheus")
+            for v in verbs if v in writes and r != "leases"} == {("nodes", "patch")}
 
 
 def _rules(docs: list[dict[str, Any]], name: str) -> set[tuple[str, str, str]]:
@@ -154,7 +165,7 @@ def _rules(docs: list[dict[str, Any]], name: str) -> set[tuple[str, str, str]]:
 def test_spill_controller_rules_follow_the_configured_signal_source(tmp_path: Path) -> None:
     api = _rules(_all(controllers=["spill-controller"]), "kubeberth-spill-controller")
     assert api == {("", "nodes", v) for v in ("get", "list", "patch", "watch")} | {
-        ("", "pods", "list"), ("", "pods", "watch")}
+        ("", "pods", "list"), ("", "pods", "watch"), ("", "events", "create")}
     prom = write(tmp_path / "spill.yaml", PROMETHEUS_SPILL)
     docs = _all(controllers=["spill-controller"], configs={"spill-controller": prom})
     assert _rules(docs, "kubeberth-spill-controller") == {("", "nodes", "get"),
@@ -183,6 +194,25 @@ def test_probes_and_metrics_port_match_the_args() -> None:
         assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
         assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
         assert "--leader-elect" in args
+
+
+def test_metrics_ports_are_closed_to_all_but_labelled_namespaces() -> None:
+    docs = _all()
+    for deployment in (d for d in docs if d["kind"] == "Deployment"):
+        component = deployment["metadata"]["labels"]["app.kubernetes.io/component"]
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        port = deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0][
+            "containerPort"]
+        policies = [d for d in docs if d["kind"] == "NetworkPolicy" and
+                    d["metadata"]["labels"]["app.kubernetes.io/component"] == component]
+        assert len(policies) == 1
+        spec = policies[0]["spec"]
+        selector = spec["podSelector"]["matchLabels"]
+        assert selector.items() <= labels.items()
+        assert spec["policyTypes"] == ["Ingress"]
+        assert spec["ingress"] == [{
+            "from": [{"namespaceSelector": {"matchLabels": {SCRAPER_LABEL: "true"}}}],
+            "ports": [{"protocol": "TCP", "port": port}]}]
 
 
 def test_config_files_are_embedded_and_mounted_where_the_args_point() -> None:

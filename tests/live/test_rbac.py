@@ -167,6 +167,11 @@ def run_descheduler(live: Live, tmp_path: Path, token: str) -> None:
     assert ctl.recorder is not None and ctl.recorder.posted == 1
 
 
+# A share of more than one GPU: kubeberth cannot model its demand.
+POISON_POD: dict[str, Any] = {
+    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "poison", "namespace": "default"},
+    "spec": {"containers": [{"name": "main", "image": "busybox", "resources": {
+        "requests": {"kubeberth.io/gpu-milli": "1500"}}}]}}
 BUSY = "".join(bound_pod(f"busy-{i}", "gpu-1") for i in range(4))
 
 
@@ -176,6 +181,9 @@ def _spill(live: Live, tmp_path: Path, token: str, prometheus: FakePrometheus | 
     pods feed the signal."""
     live.serve(write(tmp_path / "cluster.yaml", gpu_node("gpu-1", 4) + vk_node() + BUSY),
                audit=True)
+    if prometheus is None:
+        # A pod it cannot read: the informer refuses it with a Warning Event.
+        live.plant("pods", POISON_POD)
     cfg = spill_config(tmp_path, threshold=2, stabilization=0.5,
                        url=prometheus.url if prometheus else "")
     assert cfg.controller.signal.source == ("prometheus" if prometheus else "cluster")
@@ -198,6 +206,8 @@ def _spill(live: Live, tmp_path: Path, token: str, prometheus: FakePrometheus | 
     assert [d for _, d in ctl.flips] == ["add", "remove"]
     assert LOW not in node_taints(live, VK)
     live.stop_controller(ctl)  # type: ignore[arg-type]
+    if prometheus is None:
+        assert ctl.recorder is not None and ctl.recorder.posted == 1
 
 
 def run_spill_api(live: Live, tmp_path: Path, token: str) -> None:

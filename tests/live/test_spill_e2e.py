@@ -266,7 +266,8 @@ def test_only_the_leader_writes(live: Live, tmp_path: Path) -> None:
         assert two.elector is not None
         prom.value = 8
         wait_for(lambda: LOW in node_taints(live, VK), "the leader to taint")
-        assert [d for _, d in one.flips] == ["add"]
+        # The patch lands before the tick records its flip.
+        wait_for(lambda: [d for _, d in one.flips] == ["add"], "the leader's flip")
         assert two.ticks == [] and not two.elector.leading.is_set()
         # The leader dies holding the Lease; the standby takes over and carries on from the
         # node's state: already tainted, nothing to write until the signal drops.
@@ -277,7 +278,7 @@ def test_only_the_leader_writes(live: Live, tmp_path: Path) -> None:
         assert all(t.tainted for t in two.ticks) and two.flips == []
         prom.value = 0
         wait_for(lambda: LOW not in node_taints(live, VK), "the new leader to remove it")
-        assert [d for _, d in two.flips] == ["remove"]
+        wait_for(lambda: [d for _, d in two.flips] == ["remove"], "the new leader's flip")
     finally:
         prom.down()
 

@@ -64,8 +64,11 @@ def test_up_serves_the_demo_with_four_controllers_and_stops_on_sigterm(tmp_path:
             # No --kubeconfig-out: the documented default path under $HOME.
             kubeconfig = tmp_path / ".kube" / "kubeberth-up.yaml"
             assert f"kubectl --kubeconfig {kubeconfig} get nodes" in text
-            server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-            assert server.startswith("http://127.0.0.1:")
+            # Secure by default: HTTPS, a generated token, a private kubeconfig.
+            config = yaml.safe_load(kubeconfig.read_text())
+            assert config["clusters"][0]["cluster"]["server"].startswith("https://127.0.0.1:")
+            assert config["users"][0]["user"]["token"] not in text
+            assert kubeconfig.stat().st_mode & 0o077 == 0
             workload = demo_dir() / "workload.yaml"
             assert f"apply -f {workload}" in text
             ports = dict(re.findall(r"^\s+([\w-]+)\s+metrics on http://127\.0\.0\.1:(\d+)/",
@@ -119,16 +122,16 @@ def test_up_kubeconfig_out_and_token(tmp_path: Path) -> None:
         try:
             wait_for(lambda: "-o wide -w" in log.read_text(), "up's hints", timeout=90)
             assert f"kubectl --kubeconfig {kubeconfig} get nodes" in log.read_text()
-            assert "only over HTTPS" in log.read_text()
             config = yaml.safe_load(kubeconfig.read_text())
             assert config["users"][0]["user"]["token"] == "s3cret"
             url = config["clusters"][0]["cluster"]["server"]
-            assert httpx.get(f"{url}/api/v1/nodes").status_code == 401
-            ok = httpx.get(f"{url}/api/v1/nodes", headers={"Authorization": "Bearer s3cret"})
+            http = httpx.Client(base_url=url, verify=False, timeout=10)
+            assert http.get("/api/v1/nodes").status_code == 401
+            ok = http.get("/api/v1/nodes", headers={"Authorization": "Bearer s3cret"})
             assert {n["metadata"]["name"] for n in ok.json()["items"]} == DEMO_NODES
             # The controllers present the token too: they take their Leases.
-            wait_for(lambda: len(httpx.get(
-                f"{url}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
+            wait_for(lambda: len(http.get(
+                "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
                 headers={"Authorization": "Bearer s3cret"}).json()["items"]) >= 4, "leases")
         finally:
             code = _stop(proc)

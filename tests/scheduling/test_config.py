@@ -63,6 +63,7 @@ def test_default_plugin_list_follows_newest_upstream() -> None:
         ("VolumeZone", 0), ("PodTopologySpread", 2), ("InterPodAffinity", 2),
         ("DynamicResources", 0), ("DefaultPreemption", 0),
         ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1), ("DefaultBinder", 0),
+        ("GangScheduling", 0), ("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1),
     ]
 
 
@@ -342,10 +343,21 @@ def test_old_api_version(tmp_path: Path) -> None:
     assert "kubescheduler.config.k8s.io/v1" in info.value.expected
 
 
-def test_placement_points_are_not_modelled(tmp_path: Path) -> None:
-    err = error_of(tmp_path, "profiles:\n- plugins:\n    placementScore:\n      enabled: "
-                             "[{name: X}]\n")
-    assert (err.line, err.field) == (5, "profiles[0].plugins.placementScore")
+def test_placement_points_are_read(tmp_path: Path) -> None:
+    path = write(tmp_path, "percentageOfPlacementsToScore: 30\nprofiles:\n- plugins:\n"
+                           "    placementScore:\n      enabled: [{name: X, weight: 2}]\n"
+                           "      disabled: [{name: PodGroupPodsCount}]\n")
+    config = load_scheduler_config(path)
+    assert config.percentage_of_placements_to_score == 30
+    profile = config.profiles[0]
+    assert profile.percentage_of_placements_to_score == 30
+    assert names(profile.plugins["placementScore"]) == [("X", 2)]
+    assert profile.plugins["placementScore"].disabled == ["PodGroupPodsCount"]
+
+
+def test_bad_placement_percentage(tmp_path: Path) -> None:
+    err = error_of(tmp_path, "profiles:\n- percentageOfPlacementsToScore: 101\n")
+    assert err.field == "profiles[0].percentageOfPlacementsToScore"
 
 
 # ---- validation (upstream ValidateKubeSchedulerConfiguration) ---------------------------------

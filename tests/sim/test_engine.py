@@ -167,3 +167,16 @@ def test_gpu_allocation_counts_devices_however_pods_ask() -> None:
     rows = sim.result.metrics.rows  # type: ignore[attr-defined]
     assert max(r[3] for r in rows) == 75.0  # gpu_alloc_pct: 3 of 4 devices
     assert rows[-1][3] == 0.0
+
+
+def test_gpu_allocation_on_a_pooled_node_compares_like_units() -> None:
+    """A node with more GPUs than modelled as devices is a pool; a pod asking nvidia.com/gpu
+    there is measured in the same unit as the node's milli-GPU pool (50 of 100 GPUs is 50 %)."""
+    pool = msgspec.convert({"metadata": {"name": "vk"}, "status": {"allocatable": {
+        "cpu": "1000", "memory": "1Ti", "nvidia.com/gpu": "100",
+        "kubeberth.io/gpu-milli": "100000", "pods": "110"}}}, Node)
+    half = msgspec.convert({"metadata": {"name": "h"}, "spec": {"containers": [{"resources": {
+        "limits": {"nvidia.com/gpu": "50"}}}]}}, Pod)
+    sim = run([pool], [TracePod(half, 0.0, 10.0)])
+    rows = sim.result.metrics.rows  # type: ignore[attr-defined]
+    assert max(r[3] for r in rows) == 50.0

@@ -133,6 +133,8 @@ def test_ray_gives_the_same_results(tmp_path: Path) -> None:
 
 def test_simulate_series_carry_fragmentation(tmp_path: Path) -> None:
     """`kubeberth simulate` samples GPU fragmentation and fully free 8-GPU nodes over time."""
+    from kubeberth.api.gpu import node_gpu_count
+    from kubeberth.api.resources import node_allocatable
     from kubeberth.scheduling.config.loader import load_scheduler_config
     from kubeberth.scheduling.registry import in_tree_registry
     from kubeberth.sim.engine import Simulation
@@ -147,7 +149,7 @@ def test_simulate_series_carry_fragmentation(tmp_path: Path) -> None:
     frag = SERIES_COLUMNS.index("gpu_frag_pct")
     free8 = SERIES_COLUMNS.index("free_8gpu_nodes")
     rows = sim.metrics.rows
-    eight = sum(1 for n in nodes if n.status.allocatable.get("nvidia.com/gpu") == 8)
+    eight = sum(1 for n in nodes if node_gpu_count(node_allocatable(n)) == 8)
     assert 0 < rows[0][free8] <= eight and rows[0][frag] > 0  # CPU-only types see idle GPUs
     assert all(0 <= r[frag] <= 100 and 0 <= r[free8] <= eight for r in rows)
     assert min(r[free8] for r in rows) < eight

@@ -12,6 +12,8 @@ import pytest
 from tests.paths import SHARED
 
 from kubeberth.api.errors import InputError
+from kubeberth.api.objects import ResourceMap
+from kubeberth.api.quantity import Milli, enc_hook
 from kubeberth.api.resources import GPU, GPU_MILLI, node_allocatable, pod_requests
 from kubeberth.sim import traces
 from kubeberth.sim.traces import (
@@ -32,6 +34,12 @@ POD_HEADER = (
 )
 
 
+def numbers(values: ResourceMap) -> dict[str, int]:
+    """A trace object's quantities: every one a number already in milli-units, never text."""
+    assert all(type(v) is Milli for v in values.values()), values
+    return {k: int(v) for k, v in values.items()}
+
+
 def write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(text)
@@ -48,7 +56,7 @@ def bundled() -> traces.Scenario:
 def test_bundled_counts(bundled: traces.Scenario) -> None:
     assert len(bundled.nodes) == 1523
     assert len(bundled.pods) == 8152
-    gpus = [int(n.status.allocatable.get(GPU, 0)) for n in bundled.nodes]
+    gpus = [int(n.status.allocatable.get(GPU, 0)) // 1000 for n in bundled.nodes]
     assert sum(gpus) == 6212
     assert sum(1 for g in gpus if g) == 1213
     assert bundled.name == "openb-default"
@@ -108,7 +116,9 @@ def test_bundled_timing(bundled: traces.Scenario) -> None:
 def test_reading_is_deterministic() -> None:
     first = traces.default_workload()
     second = traces.default_workload()
-    enc = msgspec.json.encode
+    def enc(obj: object) -> bytes:
+        return msgspec.json.encode(obj, enc_hook=enc_hook)
+
     assert enc(first.nodes) == enc(second.nodes)
     assert [(enc(tp.pod), tp.arrival, tp.duration) for tp in first.pods] == [
         (enc(tp.pod), tp.arrival, tp.duration) for tp in second.pods
@@ -148,8 +158,9 @@ def test_nodes_from_plain_gzip_and_stream(tmp_path: Path) -> None:
     for nodes in results:
         assert [n.metadata.name for n in nodes] == ["n1", "n2"]
         assert GPU not in nodes[0].status.allocatable
-        assert nodes[1].status.allocatable == {
-            "cpu": "64000m", "memory": "262144Mi", "pods": OPENB_MAX_PODS, GPU: 2, GPU_MILLI: 2000,
+        assert numbers(nodes[1].status.allocatable) == {
+            "cpu": 64000, "memory": 262144 * MIB, "pods": OPENB_MAX_PODS * 1000, GPU: 2000,
+            GPU_MILLI: 2000 * 1000,
         }
         assert nodes[1].metadata.labels == {"kubernetes.io/hostname": "n2", GPU_MODEL_LABEL: "T4"}
 
@@ -167,17 +178,18 @@ def test_pod_kinds_and_annotations() -> None:
         "multi,16000,65536,4,1000,V100M32,Burstable,Running,3,103,3\n"
     )
     pods = {tp.pod.metadata.name: tp.pod for tp in traces.read_openb_pods(io.StringIO(text))}
-    assert pods["cpu"].spec.containers[0].resources.requests == {"cpu": "4000m", "memory": "8192Mi"}
+    assert numbers(pods["cpu"].spec.containers[0].resources.requests) == {
+        "cpu": 4000, "memory": 8192 * MIB}
     assert pods["cpu"].spec.containers[0].resources.limits == {}
     share = pods["share"].spec.containers[0].resources
-    assert share.requests == {"cpu": "2000m", "memory": "4096Mi", GPU_MILLI: 250}
-    assert share.limits == {GPU_MILLI: 250}
+    assert numbers(share.requests) == {"cpu": 2000, "memory": 4096 * MIB, GPU_MILLI: 250_000}
+    assert numbers(share.limits) == {GPU_MILLI: 250_000}
     assert pods["share"].metadata.annotations == {
         GPU_SPEC_ANNOTATION: "T4|P100", QOS_ANNOTATION: "LS",
     }
     # An explicit zero memory request stays explicit (it is not defaulted to 200Mi in scoring).
-    assert pods["whole"].spec.containers[0].resources.requests == {
-        "cpu": "8000m", "memory": "0Mi", GPU: 1, GPU_MILLI: 1000,
+    assert numbers(pods["whole"].spec.containers[0].resources.requests) == {
+        "cpu": 8000, "memory": 0, GPU: 1000, GPU_MILLI: 1000 * 1000,
     }
     assert pods["whole"].metadata.annotations == {}
     assert pod_requests(pods["multi"]) == {

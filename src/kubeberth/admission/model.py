@@ -33,6 +33,7 @@ from kubeberth.api.objects import (
 from kubeberth.api.quantity import to_milli
 from kubeberth.api.resources import pod_requests
 from kubeberth.api.times import parse_time
+from kubeberth.api.validation import check_int32
 from kubeberth.config.manifests import DEFAULT_NAMESPACE, Manifests
 from kubeberth.config.yamlsrc import Document, validation_error
 
@@ -328,6 +329,7 @@ def _int(value: object, fld: str, default: int | None = None) -> int | None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"{value!r} is not an integer", field=fld, expected="an integer")
+    check_int32(value, fld)  # every integer Kueue and batch/v1 read here is an int32
     return value
 
 
@@ -1068,20 +1070,39 @@ def _duration(value: object, fld: str) -> float:
     return total
 
 
+# kubeberth's bound, not Kueue's: the quota walks go up the tree once per level, and no real
+# hierarchy comes near it.
+MAX_COHORT_DEPTH = 100
+
+
 def _check_cohort_cycles(objs: KueueObjects, docs: dict[str, Document]) -> None:
+    """Cohorts form a forest no deeper than MAX_COHORT_DEPTH; each cohort is walked once."""
+    depth: dict[str, int] = {}  # finished: levels from this cohort up to its root
     for start in sorted(objs.cohorts):
-        seen: list[str] = []
+        path: list[str] = []
+        on_path: set[str] = set()
         node = start
-        while node and node in objs.cohorts:
-            if node in seen:
-                cycle = [*seen[seen.index(node):], node]
-                doc = docs.get(start)
-                err = InputError(f"cohorts form a cycle: {' -> '.join(cycle)}",
-                                 field="spec.parentName",
-                                 expected="a tree of Cohorts (no Cohort is its own ancestor)")
-                raise (doc.locate(err) if doc is not None else err)
-            seen.append(node)
+        while node in objs.cohorts and node not in depth:
+            if node in on_path:
+                cycle = [*path[path.index(node):], node]
+                raise _cohort_error(docs.get(start), f"cohorts form a cycle: "
+                                    f"{' -> '.join(cycle)}",
+                                    "a tree of Cohorts (no Cohort is its own ancestor)")
+            path.append(node)
+            on_path.add(node)
             node = objs.cohorts[node].parent
+        above = depth.get(node, 0)
+        for i, name in enumerate(reversed(path)):
+            depth[name] = above + i + 1
+            if depth[name] > MAX_COHORT_DEPTH:
+                raise _cohort_error(docs.get(name), f"Cohort {name} is {depth[name]} levels "
+                                    "below its root", f"a Cohort tree at most {MAX_COHORT_DEPTH} "
+                                    "levels deep")
+
+
+def _cohort_error(doc: Document | None, message: str, expected: str) -> InputError:
+    err = InputError(message, field="spec.parentName", expected=expected)
+    return doc.locate(err) if doc is not None else err
 
 
 def load_kueue(manifests: Manifests) -> KueueObjects:

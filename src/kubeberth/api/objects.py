@@ -13,6 +13,9 @@ from typing import Any
 
 import msgspec
 
+from kubeberth.api.quantity import enc_hook
+
+# Readers that hold numbers (the openb CSV) put a quantity.Milli here: an int in milli-units.
 QuantityValue = int | float | str
 ResourceMap = dict[str, QuantityValue]
 
@@ -164,6 +167,20 @@ class PodSchedulingGate(_K8s):
     name: str
 
 
+class PodSchedulingGroup(_K8s):
+    """``spec.schedulingGroup`` (Kubernetes 1.36): the native PodGroup the pod belongs to."""
+
+    pod_group_name: str | None = None
+
+
+class WorkloadReference(_K8s):
+    """``spec.workloadRef`` (Kubernetes 1.35, scheduling.k8s.io/v1alpha1 Workloads)."""
+
+    name: str = ""
+    pod_group: str = ""
+    pod_group_replica_key: str = ""
+
+
 class PodSpec(_K8s):
     containers: list[Container] = []
     init_containers: list[Container] = []
@@ -182,6 +199,8 @@ class PodSpec(_K8s):
     termination_grace_period_seconds: int | None = None
     volumes: list[Volume] = []
     resource_claims: list[PodResourceClaim] = []
+    scheduling_group: PodSchedulingGroup | None = None
+    workload_ref: WorkloadReference | None = None
 
 
 class PodCondition(_K8s):
@@ -347,5 +366,5 @@ class ContainerStatus(_K8s):
 
 def to_dict(obj: msgspec.Struct) -> dict[str, Any]:
     """Encode a struct back to its Kubernetes JSON form (camelCase, defaults omitted)."""
-    result: dict[str, Any] = msgspec.to_builtins(obj)
+    result: dict[str, Any] = msgspec.to_builtins(obj, enc_hook=enc_hook)
     return result

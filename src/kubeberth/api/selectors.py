@@ -7,6 +7,7 @@ against many pods or nodes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 from kubeberth.api.errors import InputError
@@ -41,11 +42,10 @@ def _requirement(key: str, op: str, values: list[str], ops: tuple[str, ...],
     if len(values) != 1:
         raise InputError(f"operator {op} takes exactly one value", field=field,
                          expected="values: [<integer>]")
-    try:
-        bound = int(values[0])
-    except ValueError:
-        raise InputError(f"operator {op} needs an integer value, got {values[0]!r}",
-                         field=field, expected="an integer") from None
+    bound = int64(values[0])
+    if bound is None:
+        raise InputError(f"operator {op} needs an integer value, got {values[0][:40]!r}",
+                         field=field, expected="a 64-bit integer")
 
     greater = op == "Gt"
     return lambda labels: compare_integer(labels.get(key), bound, greater)
@@ -53,13 +53,21 @@ def _requirement(key: str, op: str, values: list[str], ops: tuple[str, ...],
 
 def compare_integer(raw: str | None, bound: int, greater: bool) -> bool:
     """Gt/Lt on a label value: false when the label is missing or not an integer."""
-    if raw is None:
-        return False
-    try:
-        num = int(raw)
-    except ValueError:
+    num = None if raw is None else int64(raw)
+    if num is None:
         return False
     return num > bound if greater else num < bound
+
+
+_INT64 = re.compile(r"[-+]?[0-9]{1,19}")
+
+
+def int64(text: str) -> int | None:
+    """``text`` as upstream's strconv.ParseInt(text, 10, 64) reads it, or None."""
+    if _INT64.fullmatch(text) is None:
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
 
 
 def _equals(key: str, value: str) -> LabelPredicate:

@@ -52,6 +52,7 @@ def check_body(rt: ResourceType, obj: Any, version: str, namespace: str) -> Obj:
     meta = obj.setdefault("metadata", {})
     if not isinstance(meta, dict):
         raise errors.bad_request("metadata must be an object")
+    _check_meta_types(meta)
     if rt.namespaced:
         if meta.get("namespace") and namespace and meta["namespace"] != namespace:
             raise errors.bad_request("the namespace of the provided object does not match the "
@@ -59,6 +60,52 @@ def check_body(rt: ResourceType, obj: Any, version: str, namespace: str) -> Obj:
         meta["namespace"] = namespace or meta.get("namespace") or DEFAULT_NAMESPACE
     obj["apiVersion"], obj["kind"] = want, rt.kind
     return obj
+
+
+# ObjectMeta's fields with the JSON type every Kubernetes object decodes them into.
+_META_STRINGS = ("name", "generateName", "namespace", "uid", "resourceVersion",
+                 "creationTimestamp", "deletionTimestamp", "selfLink")
+_META_STRING_MAPS = ("labels", "annotations")
+_META_INTS = ("generation", "deletionGracePeriodSeconds")
+_META_LISTS = ("finalizers", "ownerReferences", "managedFields")
+
+
+def _check_meta_types(meta: Obj) -> None:
+    """400 for a metadata field of the wrong JSON type, as upstream's decoder refuses it
+    before anything else looks at the object (kinds kubeberth stores raw included)."""
+    def wrong(field: str, value: Any, want: str) -> errors.ApiError:
+        got = {dict: "object", list: "array", str: "string", bool: "bool",
+               type(None): "null"}.get(type(value), "number")
+        return errors.bad_request(f"json: cannot unmarshal {got} into Go struct field "
+                                  f"ObjectMeta.metadata.{field} of type {want}")
+
+    for field in _META_STRINGS:
+        value = meta.get(field)
+        if value is not None and not isinstance(value, str):
+            raise wrong(field, value, "string")
+    for field in _META_STRING_MAPS:
+        value = meta.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise wrong(field, value, "map[string]string")
+        bad = next((v for v in value.values() if not isinstance(v, str)), None)
+        if bad is not None or any(v is None for v in value.values()):
+            raise wrong(field, bad, "string")
+    for field in _META_INTS:
+        value = meta.get(field)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise wrong(field, value, "int64")
+    for field in _META_LISTS:
+        value = meta.get(field)
+        if value is not None and not isinstance(value, list):
+            raise wrong(field, value, "[]" + ("string" if field == "finalizers" else "object"))
+    if any(not isinstance(f, str) for f in meta.get("finalizers") or []):
+        raise wrong("finalizers", next(f for f in meta["finalizers"] if not isinstance(f, str)),
+                    "string")
+    if any(not isinstance(r, dict) for r in meta.get("ownerReferences") or []):
+        raise wrong("ownerReferences", next(r for r in meta["ownerReferences"]
+                                            if not isinstance(r, dict)), "OwnerReference")
 
 
 def validate(rt: ResourceType, obj: Obj) -> None:
@@ -73,8 +120,9 @@ def validate(rt: ResourceType, obj: Obj) -> None:
 def _decode(rt: ResourceType, obj: Obj, name: str) -> None:
     data = obj
     if not obj["metadata"].get("name"):
-        # generateName objects get their name at insert; validate the rest now.
-        data = {**obj, "metadata": {**obj["metadata"], "name": name or "generated"}}
+        # generateName objects get their name at insert (checked there); validate the rest now
+        # under a stand-in name, since a prefix such as "worker-" is not a valid name itself.
+        data = {**obj, "metadata": {**obj["metadata"], "name": "generated"}}
     text = json.dumps(data)
     doc = Document(data=json.loads(text), source=Source(f"{rt.kind} {name}", text, is_json=True),
                    index=0, line=None)

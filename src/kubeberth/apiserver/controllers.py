@@ -7,9 +7,12 @@ behaviour from the cluster they talk to; these controllers provide it.
 
 - ReplicaSet, Deployment and Job controllers create and delete pods from their templates. The
   Deployment controller replaces old ReplicaSets at once (no surge/unavailable pacing).
-- The fake kubelet runs a bound pod on a Ready node (phase Running, Ready condition, container
-  statuses) and completes it after its ``kubeberth.io/duration-seconds`` annotation on the
-  server's clock; a pod being deleted is killed at once (containers honour SIGTERM).
+- The fake kubelet admits a bound pod on a Ready node as kubelet's admission handler does
+  (:class:`Kubelet`: resources against the pods it runs, node selector and required node
+  affinity, untolerated NoExecute taints), fails one that does not fit with kubelet's reason
+  and message, runs the others (phase Running, Ready condition, container statuses) and
+  completes them after their ``kubeberth.io/duration-seconds`` annotation on the server's
+  clock; a pod being deleted is killed at once (containers honour SIGTERM).
 - The disruption controller keeps each PodDisruptionBudget's status current.
 - The garbage collector deletes dependents of a deleted owner, and pods of a deleted node.
 
@@ -28,6 +31,17 @@ import json
 import logging
 from typing import Any
 
+from kubeberth.api.objects import Node, Pod
+from kubeberth.api.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    is_extended_resource,
+    node_allocatable,
+    pod_requests,
+)
+from kubeberth.api.selectors import compile_node_selector_term, tolerated
 from kubeberth.api.times import format_micro_time, format_time, parse_time_or_none
 from kubeberth.apiserver import errors
 from kubeberth.apiserver.clock import Clock
@@ -40,11 +54,13 @@ from kubeberth.apiserver.disruption import (
 from kubeberth.apiserver.operations import Api, set_condition
 from kubeberth.apiserver.resources import ResourceType
 from kubeberth.apiserver.store import Event, Obj
-from kubeberth.config.manifests import ANNOTATION_DURATION
+from kubeberth.config.manifests import ANNOTATION_DURATION, decode_object
+from kubeberth.config.yamlsrc import Document, Source
 
 _log = logging.getLogger(__name__)
 TERMINAL = ("Succeeded", "Failed")
 _MAX_BURST = 500  # pods one reconcile creates at most (upstream's slow-start cap)
+KUBELET_MAX_PODS = 110  # kubelet's default maxPods, for a node that reports no pods allocatable
 
 
 def _owner_ref(owner: Obj) -> dict[str, Any]:
@@ -99,9 +115,22 @@ class ControllerManager:
         self._wake: asyncio.Event | None = None
         self._rt = {rt.kind: rt for rt in api.registry.resources if rt.group in
                     ("", "apps", "batch", "policy")}
+        self.kubelet = Kubelet()
+        # (namespace, name) of the pods bound to each node, kept in step with the store (the
+        # listener runs inside every change), so admission reads a node's pods, not all pods.
+        self._bound: dict[str, set[tuple[str, str]]] = {}
         self.store.add_listener(self._notify)
 
     def _notify(self, rt: ResourceType, event: Event) -> None:
+        if rt.kind == "Pod" and rt.group == "":
+            meta = event.obj["metadata"]
+            node = (event.obj.get("spec") or {}).get("nodeName")
+            if node:
+                key = (meta.get("namespace", ""), meta["name"])
+                if event.type == "DELETED":
+                    self._bound.get(node, set()).discard(key)
+                else:
+                    self._bound.setdefault(node, set()).add(key)
         self.queue.put_nowait((rt, event))
 
     # Loop plumbing.
@@ -151,6 +180,8 @@ class ControllerManager:
         obj = event.obj
         if event.type == "DELETED":
             self._collect_garbage(rt, obj)
+            if rt.kind == "Pod":
+                self.kubelet.forget(obj)
         kind = rt.kind if rt.group in ("", "apps", "batch", "policy") else ""
         if kind == "Pod":
             if event.type != "DELETED":
@@ -165,9 +196,11 @@ class ControllerManager:
         elif kind == "Node" and event.type != "DELETED":
             if event.type == "ADDED":
                 self._node_lease(obj)
-            for pod in list(self.store.items(self._rt["Pod"])):
-                if (pod.get("spec") or {}).get("nodeName") == obj["metadata"]["name"]:
-                    self._kubelet(pod)
+            # kubelet admits the pods waiting for it oldest first.
+            waiting = [p for ns, name in self._bound.get(obj["metadata"]["name"], ())
+                       if (p := self.store.get(self._rt["Pod"], ns, name)) is not None]
+            for pod in sorted(waiting, key=_created):
+                self._kubelet(pod)
         elif kind in ("ReplicaSet", "Deployment", "Job") and event.type != "DELETED":
             self._reconcile(kind, obj)
             if kind == "ReplicaSet":
@@ -232,6 +265,13 @@ class ControllerManager:
         node = self.store.get(self._rt["Node"], "", node_name)
         if node is None or not _node_ready(node):
             return
+        others = [p for ns, name in sorted(self._bound.get(node_name, ()))
+                  if (p := self.store.get(pods, ns, name)) is not None
+                  and p["metadata"]["uid"] != meta["uid"] and _phase(p) == "Running"]
+        refusal = self.kubelet.admit(pod, node, others)
+        if refusal is not None:
+            self._reject(pod, node_name, *refusal)
+            return
         now = self.clock.now()
         started = format_time(now)
         new = copy.deepcopy(pod)
@@ -258,6 +298,16 @@ class ControllerManager:
             heapq.heappush(self._timers, (now + duration, self._timer_seq,
                                           meta.get("namespace", ""), meta["name"], meta["uid"]))
             self.poke()
+
+    def _reject(self, pod: Obj, node_name: str, reason: str, message: str) -> None:
+        """kubelet's rejectPod: a Warning Event, then phase Failed with the reason."""
+        self.api.record_event(pod, "Warning", reason, message, "kubelet", node_name)
+        new = copy.deepcopy(pod)
+        status = new.setdefault("status", {})
+        status.update({"phase": "Failed", "reason": reason,
+                       "message": f"Pod was rejected: {message}"})
+        meta = pod["metadata"]
+        self.api.update(self._rt["Pod"], meta.get("namespace", ""), meta["name"], new, "status")
 
     def fire_due(self) -> None:
         """Complete every pod whose run time is over."""
@@ -559,3 +609,141 @@ def _node_ready(node: Obj) -> bool:
 def _first_container(pod: Obj) -> str:
     containers = (pod.get("spec") or {}).get("containers") or [{}]
     return str(containers[0].get("name", ""))
+
+
+def _created(pod: Obj) -> tuple[float, str, str]:
+    meta = pod["metadata"]
+    return (parse_time_or_none(meta.get("creationTimestamp")) or 0.0,
+            meta.get("namespace", ""), meta["name"])
+
+
+def _document(obj: Obj) -> Document:
+    meta = obj.get("metadata") or {}
+    name = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") \
+        else str(meta.get("name"))
+    return Document(data=obj, source=Source(f"{obj.get('kind')} {name}", "", is_json=True),
+                    index=0, line=1)
+
+
+# kubelet's reasons (pkg/kubelet/lifecycle/predicate.go) and the predicates' own words.
+UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
+INVALID_NODE_INFO = "InvalidNodeInfo"
+NODE_AFFINITY = ("NodeAffinity", "node(s) didn't match Pod's node affinity/selector")
+TAINT_TOLERATION = ("TaintToleration", "node(s) had taints that the pod didn't tolerate")
+
+
+class Kubelet:
+    """kubelet's admission of a pod bound to its node (``predicateAdmitHandler.Admit``).
+
+    In upstream's order, the first failure decides: NodeResourcesFit (the pod count, then cpu,
+    memory, ephemeral storage and the other resources against allocatable minus the requests
+    of the pods the node runs; extended resources the node does not advertise are dropped
+    first, as kubelet drops them), then NodeAffinity (nodeSelector and required node
+    affinity), then an untolerated NoExecute taint. A node that reports no allocatable at all
+    (a bare Node object, no kubelet status) is not checked for resources; one that reports no
+    ``pods`` gets kubelet's default of 110. NodeName holds by construction; NodePorts is not
+    modelled (kubeberth's Pod has no container ports)."""
+
+    def __init__(self) -> None:
+        self._requests: dict[str, dict[str, int]] = {}  # pod uid -> requests (milli-units)
+
+    def forget(self, pod: Obj) -> None:
+        self._requests.pop(str(pod["metadata"].get("uid")), None)
+
+    def admit(self, pod: Obj, node: Obj, others: list[Obj]) -> tuple[str, str] | None:
+        """None to run the pod, else kubelet's (reason, message)."""
+        try:
+            typed_node = decode_object(_document(node))
+        except Exception:  # an unreadable Node: kubelet cannot get its node info
+            typed_node = None
+        if not isinstance(typed_node, Node):
+            return INVALID_NODE_INFO, "Kubelet cannot get node info."
+        try:
+            typed_pod = decode_object(_document(pod))
+            if not isinstance(typed_pod, Pod):
+                raise TypeError(f"a {pod.get('kind')} is no Pod")
+            requests = self.requests(pod, typed_pod)
+            reason = (self._fits(requests, typed_node, others)
+                      or self._affinity(typed_pod, typed_node)
+                      or self._taints(typed_pod, typed_node))
+        except Exception as err:  # a pod kubeberth cannot read
+            return UNEXPECTED_ADMISSION_ERROR, (f"Admission of the pod failed due to {err}, "
+                                                "which is unexpected.")
+        return reason
+
+    def requests(self, raw: Obj, pod: Pod) -> dict[str, int]:
+        uid = str(raw["metadata"].get("uid"))
+        cached = self._requests.get(uid)
+        if cached is None:
+            cached = self._requests[uid] = pod_requests(pod)
+        return cached
+
+    def _used(self, others: list[Obj]) -> dict[str, int]:
+        used: dict[str, int] = {}
+        for other in others:
+            uid = str(other["metadata"].get("uid"))
+            requests = self._requests.get(uid)
+            if requests is None:
+                try:
+                    typed = decode_object(_document(other))
+                except Exception:  # running, yet unreadable: it holds nothing kubeberth can see
+                    continue
+                if not isinstance(typed, Pod):
+                    continue
+                requests = self.requests(other, typed)
+            for name, milli in requests.items():
+                used[name] = used.get(name, 0) + milli
+        return used
+
+    def _fits(self, requests: dict[str, int], node: Node, others: list[Obj]
+              ) -> tuple[str, str] | None:
+        if not node.status.allocatable:
+            return None
+        alloc = node_allocatable(node)
+        max_pods = alloc.get(PODS, KUBELET_MAX_PODS * 1000) // 1000
+        if len(others) + 1 > max_pods:
+            return _insufficient(PODS, 1, len(others), max_pods)
+        wanted = {k: v for k, v in requests.items() if k != PODS and v > 0
+                  and not (is_extended_resource(k) and k not in alloc)}
+        if not wanted:
+            return None
+        used = self._used(others)
+        order = [r for r in (CPU, MEMORY, EPHEMERAL_STORAGE) if r in wanted]
+        order += sorted(r for r in wanted if r not in order)
+        for name in order:
+            if wanted[name] > alloc.get(name, 0) - used.get(name, 0):
+                scale = 1 if name == CPU else 1000
+                return _insufficient(name, -(-wanted[name] // scale), used.get(name, 0) // scale,
+                                     alloc.get(name, 0) // scale)
+        return None
+
+    @staticmethod
+    def _affinity(pod: Pod, node: Node) -> tuple[str, str] | None:
+        labels = {**node.metadata.labels, "kubernetes.io/hostname": node.metadata.labels.get(
+            "kubernetes.io/hostname", node.metadata.name)}
+        name = node.metadata.name
+        matches = all(labels.get(k) == v for k, v in pod.spec.node_selector.items())
+        affinity = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+        required = affinity.required_during_scheduling_ignored_during_execution \
+            if affinity else None
+        if matches and required is not None:
+            matches = any(compile_node_selector_term(t)(labels, name)
+                          for t in required.node_selector_terms)
+        return None if matches else (NODE_AFFINITY[0], _predicate(*NODE_AFFINITY))
+
+    @staticmethod
+    def _taints(pod: Pod, node: Node) -> tuple[str, str] | None:
+        for taint in node.spec.taints:
+            if taint.effect == "NoExecute" and not tolerated(pod.spec.tolerations, taint):
+                return TAINT_TOLERATION[0], _predicate(*TAINT_TOLERATION)
+        return None
+
+
+def _predicate(name: str, desc: str) -> str:
+    return f"Predicate {name} failed: {desc}"
+
+
+def _insufficient(resource: str, requested: int, used: int, capacity: int) -> tuple[str, str]:
+    """kubelet's InsufficientResourceError: reason ``OutOf<resource>`` and its message."""
+    return (f"OutOf{resource}", f"Node didn't have enough resource: {resource}, requested: "
+            f"{requested}, used: {used}, capacity: {capacity}")

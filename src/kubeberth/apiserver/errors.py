@@ -77,6 +77,14 @@ def gone(message: str) -> ApiError:
     return ApiError(410, "Expired", message)
 
 
+def too_large_rv(wanted: int, current: int) -> ApiError:
+    """504 as upstream's cacher answers a resourceVersion it has not reached in time."""
+    return ApiError(504, "Timeout", f"Timeout: Too large resource version: {wanted}, current: "
+                    f"{current}", details={"causes": [{"reason": "ResourceVersionTooLarge",
+                                                       "message": "Too large resource version"}],
+                                           "retryAfterSeconds": 1}, retry_after=1)
+
+
 def method_not_allowed(message: str) -> ApiError:
     return ApiError(405, "MethodNotAllowed", message)
 

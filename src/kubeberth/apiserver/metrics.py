@@ -11,17 +11,19 @@ label is exported (as with ``--metric-labels-allowlist=nodes=[*],pods=[*]``).
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.samples import Sample
 
-from kubeberth.api.errors import InputError
-from kubeberth.api.quantity import parse_quantity
+from kubeberth.apiserver.quantities import value_or_none
 from kubeberth.apiserver.store import Store
+
+_log = logging.getLogger(__name__)
 
 _INVALID = re.compile(r"[^a-zA-Z0-9_]")
 PHASES = ("Pending", "Succeeded", "Failed", "Unknown", "Running")
@@ -43,10 +45,22 @@ def resource_unit(resource: str) -> tuple[str, str]:
 
 
 def _value(raw: Any) -> float | None:
-    try:
-        return float(parse_quantity(raw))
-    except InputError:
-        return None
+    """The sample value of a stored quantity; None (no sample) for one that is not a
+    quantity the server would accept now (the server refuses them on write)."""
+    value = value_or_none(raw)
+    return float(value) if value is not None else None
+
+
+def _each(objects: list[dict[str, Any]], add: Callable[[dict[str, Any]], None]) -> None:
+    """``add`` every object's series; an object whose fields cannot be read is skipped and
+    logged, so one stored object never fails the scrape for everyone."""
+    for obj in objects:
+        try:
+            add(obj)
+        except Exception:
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            _log.exception("/metrics: skipped %s %r", obj.get("kind") if isinstance(
+                obj, dict) else "object", (meta or {}).get("name"))
 
 
 def _conditions(obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -82,7 +96,8 @@ class KubeStateCollector(Collector):
                                 "The capacity for different resources of a node.",
                                 labels=["node", "resource", "unit"])
         label_rows: list[tuple[dict[str, str], str]] = []
-        for node in self.store.kind_items("", "Node"):
+
+        def add_node(node: dict[str, Any]) -> None:
             name = node["metadata"]["name"]
             status, spec = node.get("status") or {}, node.get("spec") or {}
             info.add_metric([name, str((status.get("nodeInfo") or {}).get("kubeletVersion", "")),
@@ -102,6 +117,8 @@ class KubeStateCollector(Collector):
                     value = _value(raw)
                     if value is not None:
                         family.add_metric([name, *resource_unit(res)], value)
+
+        _each(self.store.kind_items("", "Node"), add_node)
         node_labels = _labels_family("kube_node_labels", "Kubernetes labels converted to "
                                      "Prometheus labels.", ["node"], label_rows)
         yield from (info, node_labels, unsched, taint, cond, alloc, cap)
@@ -126,7 +143,8 @@ class KubeStateCollector(Collector):
                                    "The number of requested limit resource by a container.",
                                    labels=[*ids, "container", "node", "resource", "unit"])
         label_rows: list[tuple[dict[str, str], str]] = []
-        for pod in self.store.kind_items("", "Pod"):
+
+        def add_pod(pod: dict[str, Any]) -> None:
             meta = pod["metadata"]
             key = [str(meta.get("namespace", "")), meta["name"], str(meta.get("uid", ""))]
             spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -161,6 +179,8 @@ class KubeStateCollector(Collector):
                         if value is not None:
                             family.add_metric([*key, str(c.get("name", "")), node,
                                                *resource_unit(name)], value)
+
+        _each(self.store.kind_items("", "Pod"), add_pod)
         yield info
         yield _labels_family("kube_pod_labels", "Kubernetes labels converted to Prometheus "
                              "labels.", ids, label_rows)

@@ -13,8 +13,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from kubeberth.api.times import format_time
-from kubeberth.apiserver import admission, errors, patch
+from kubeberth.apiserver import admission, errors, limits, patch, quantities
 from kubeberth.apiserver.disruption import pod_view, scale_lookup, typed_pdb
 from kubeberth.apiserver.resources import Registry, ResourceType
 from kubeberth.apiserver.selectors import parse_field_selector, parse_label_selector
@@ -72,11 +74,12 @@ class Api:
 
     def create(self, rt: ResourceType, namespace: str, body: Any, version: str = "", *,
                dry_run: bool = False) -> Obj:
-        obj = admission.check_body(rt, copy.deepcopy(body), version or rt.versions[0],
+        obj = admission.check_body(rt, json_copy(body), version or rt.versions[0],
                                    namespace)
         ns = obj["metadata"].get("namespace", "")
         if rt.namespaced and self.store.get(self.namespaces, "", ns) is None:
             raise errors.not_found("namespaces", ns)
+        quantities.check(rt, obj)
         admission.validate(rt, obj)
         if rt.kind not in ("Node", "Event", "Lease"):
             obj.pop("status", None)  # status is written through its subresource
@@ -95,7 +98,7 @@ class Api:
             _default_event(obj, format_time(self.store.clock.now()))
         if rt.kind == "Job":
             stored = self.store.insert(rt, obj, dry_run=dry_run)
-            new = copy.deepcopy(stored)
+            new = json_copy(stored)
             admission.default_job(new)
             return new if dry_run else self.store.replace(rt, new, stored)
         return self.store.insert(rt, obj, dry_run=dry_run)
@@ -139,7 +142,7 @@ class Api:
     def update(self, rt: ResourceType, namespace: str, name: str, body: Any,
                subresource: str = "", version: str = "", *, dry_run: bool = False) -> Obj:
         old = self.store.must_get(rt, namespace, name)
-        new = admission.check_body(rt, copy.deepcopy(body), version or rt.versions[0],
+        new = admission.check_body(rt, json_copy(body), version or rt.versions[0],
                                    namespace)
         if new["metadata"].get("name") not in (None, name):
             raise errors.bad_request(f"the name of the object ({new['metadata']['name']}) does "
@@ -157,7 +160,7 @@ class Api:
                                   "please apply your changes to the latest version and try "
                                   "again")
         if subresource == "status":
-            merged = copy.deepcopy(old)
+            merged = json_copy(old)
             merged["status"] = new.get("status") or {}
             new = merged
         elif subresource:
@@ -165,9 +168,11 @@ class Api:
         else:
             if "status" in rt.subresources:
                 if "status" in old:
-                    new["status"] = copy.deepcopy(old["status"])
+                    new["status"] = json_copy(old["status"])
                 else:
                     new.pop("status", None)
+        quantities.check(rt, new)
+        if not subresource:
             admission.validate(rt, new)
             if rt.kind == "Pod":
                 admission.check_pod_update(name, old, new)
@@ -181,20 +186,21 @@ class Api:
         return stored
 
     def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str,
-              body: bytes, subresource: str = "", version: str = "", *,
+              body: Any, subresource: str = "", version: str = "", *,
               dry_run: bool = False) -> Obj:
-        """The patch applies to the object as the URL's version serves it (stored objects keep
-        the version they were written in; the kinds we serve differ only in apiVersion)."""
+        """Apply the PATCH ``body`` (decoded, or JSON bytes) to the object as the URL's version
+        serves it (stored objects keep the version they were written in; the kinds we serve
+        differ only in apiVersion)."""
         old = self.store.must_get(rt, namespace, name)
         version = version or rt.versions[0]
         result = _apply_patch({**old, "apiVersion": rt.api_version(version)}, content_type,
                               body)
-        new = admission.check_body(rt, copy.deepcopy(result), version, namespace)
+        new = admission.check_body(rt, json_copy(result), version, namespace)
         new["metadata"]["name"] = name
         return self._write(rt, old, new, subresource, dry_run=dry_run)
 
     def patch_scale(self, rt: ResourceType, namespace: str, name: str, content_type: str,
-                    body: bytes) -> Obj:
+                    body: Any) -> Obj:
         """PATCH on the scale subresource (what ``kubectl scale`` sends)."""
         return self.update_scale(rt, namespace, name,
                                  _apply_patch(self.scale(rt, namespace, name), content_type,
@@ -362,29 +368,43 @@ class Api:
         return self.create(self.events, namespace, body)
 
 
-def _apply_patch(old: Obj, content_type: str, body: bytes) -> Obj:
-    """``old`` with a PATCH body applied, by the patch type its Content-Type names."""
-    try:
-        data = json.loads(body or b"null")
-    except ValueError as err:
-        raise errors.bad_request(f"the patch is not valid JSON: {err}") from None
+def json_copy(obj: Any) -> Any:
+    """A deep copy of JSON data (what every object here is), through msgspec's C encoder:
+    ten times faster than copy.deepcopy on big objects, which would otherwise hold the event
+    loop."""
+    return msgspec.json.decode(msgspec.json.encode(obj))
+
+
+def patch_type(content_type: str) -> str:
+    """The patch type a PATCH's Content-Type names; 415 for one the server does not apply
+    (checked before the body is read, as upstream)."""
     kind = content_type.split(";")[0].strip()
+    if kind in (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH):
+        return kind
+    if kind == APPLY_PATCH:
+        raise errors.ApiError(415, "UnsupportedMediaType", "server-side apply is not "
+                              "supported by kubeberth's API server; use client-side "
+                              "kubectl apply (without --server-side)")
+    raise errors.ApiError(415, "UnsupportedMediaType", f"the body of the request was "
+                          f"in an unknown format - accepted media types include: "
+                          f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_PATCH}")
+
+
+def _apply_patch(old: Obj, content_type: str, data: Any) -> Obj:
+    """``old`` with a PATCH body (decoded, or JSON bytes) applied, by the patch type its
+    Content-Type names."""
+    kind = patch_type(content_type)
+    if isinstance(data, bytes):
+        data = limits.decode_json(data or b"null", "the patch")
     if kind == JSON_PATCH:
         result = patch.json_patch(old, data)
     elif kind == MERGE_PATCH:
         result = patch.json_merge_patch(old, _object_patch(data))
-    elif kind == STRATEGIC_PATCH:
-        result = patch.strategic_merge_patch(old, _object_patch(data))
-    elif kind == APPLY_PATCH:
-        raise errors.ApiError(415, "UnsupportedMediaType", "server-side apply is not "
-                              "supported by kubeberth's API server; use client-side "
-                              "kubectl apply (without --server-side)")
     else:
-        raise errors.ApiError(415, "UnsupportedMediaType", f"the body of the request was "
-                              f"in an unknown format - accepted media types include: "
-                              f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_PATCH}")
+        result = patch.strategic_merge_patch(old, _object_patch(data))
     if not isinstance(result, dict):
         raise errors.bad_request("the patch does not leave an object")
+    limits.check_json_data(result, "the patched object")
     return result
 
 

@@ -6,6 +6,12 @@ output for kubectl, ``/metrics`` in kube-state-metrics form, and ``/healthz``. R
 parsed here and handed to :class:`~kubeberth.apiserver.operations.Api`; every failure leaves as a
 Kubernetes ``Status`` with ``Content-Type: application/json`` (lightkube matches it exactly).
 
+Hostile requests are bounded (see :mod:`kubeberth.apiserver.limits`): bodies over 3 MiB get
+413, bodies are decoded on a worker thread so the event loop keeps answering other clients,
+connections that do not complete a request within ``header_timeout`` are closed, and with a
+token every path but the probes and ``/version`` (and ``/metrics`` only when
+``metrics_public``) needs it, compared in constant time.
+
 :class:`EmbeddedServer` runs the server and the in-cluster controllers on a private event loop
 thread, so tests and ``kubeberth up`` can start a cluster, point clients at ``srv.url``, and
 stop it::
@@ -19,12 +25,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import json
+import hmac
 import logging
+import os
 import ssl
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,13 +42,15 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from kubeberth import __version__
 from kubeberth.api.errors import InputError
-from kubeberth.apiserver import errors
+from kubeberth.apiserver import errors, limits
 from kubeberth.apiserver.admission import KUBELET_VERSION
 from kubeberth.apiserver.audit import RequestAudit, client_identity
 from kubeberth.apiserver.clock import Clock, ManualClock, SystemClock
 from kubeberth.apiserver.controllers import ControllerManager
+from kubeberth.apiserver.credentials import ServingCert, write_private
+from kubeberth.apiserver.faults import Faults
 from kubeberth.apiserver.metrics import registry_for
-from kubeberth.apiserver.operations import Api
+from kubeberth.apiserver.operations import Api, patch_type
 from kubeberth.apiserver.resources import (
     Registry,
     ResourceType,
@@ -55,8 +64,17 @@ from kubeberth.config.manifests import Manifests
 
 _log = logging.getLogger(__name__)
 JSON = "application/json"
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/livez", "/version", "/metrics"})
+PROBES = frozenset({"/healthz", "/readyz", "/livez"})
+PUBLIC_PATHS = PROBES | {"/version"}
 DEFAULT_WATCH_TIMEOUT = 1800.0
+# kube-apiserver's ReadHeaderTimeout: a connection must send a whole request head by then
+# (and an idle keep-alive connection is closed after it).
+DEFAULT_HEADER_TIMEOUT = 32.0
+# Seconds a request body may take to arrive once its head is in.
+BODY_TIMEOUT = 60.0
+# How long a list or watch from a resourceVersion the server has not reached waits for it
+# (upstream's cacher blocks 3 s, then answers 504 "Too large resource version").
+FRESH_WAIT = 3.0
 _T = TypeVar("_T")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -77,7 +95,7 @@ class Cluster:
 
     def __init__(self, *, clock: Clock | None = None, token: str | None = None,
                  bookmark_interval: float = 60.0, history: int = DEFAULT_HISTORY,
-                 audit: bool = False) -> None:
+                 audit: bool = False, metrics_public: bool = False) -> None:
         self.clock: Clock = clock or SystemClock()
         self.registry = Registry()
         self.store = Store(self.registry, self.clock, history=history)
@@ -85,6 +103,10 @@ class Cluster:
         self.controllers = ControllerManager(self.api, self.clock)
         self.metrics = registry_for(self.store)
         self.token = token
+        self._bearer = f"Bearer {token}".encode() if token is not None else b""
+        self.public = PUBLIC_PATHS | {"/metrics"} if metrics_public else PUBLIC_PATHS
+        # Body decoding runs here, off the event loop (two workers: the machine's share).
+        self.decoder = ThreadPoolExecutor(2, thread_name_prefix="kubeberth-apiserver-decode")
         self.bookmark_interval = bookmark_interval
         self.address = "127.0.0.1:0"
         # Opt in: which verbs each client used (tests check RBAC rules against it).
@@ -92,6 +114,8 @@ class Cluster:
         # Fault injection: seconds every API request waits before it is served (tests set it
         # at any time to show the controllers keep their guarantees on a slow API server).
         self.latency = 0.0
+        # Chaos tests only: faults asked for by KUBEBERTH_TEST_FAULTS (faults.py), else None.
+        self.faults = Faults.from_env(os.environ)
 
     def load(self, manifests: Manifests) -> list[str]:
         """Create every object of ``manifests`` (namespaces they use included); return the
@@ -101,7 +125,8 @@ class Cluster:
     # The aiohttp application.
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._middleware], client_max_size=64 * 2**20)
+        app = web.Application(middlewares=[self._middleware],
+                              client_max_size=limits.MAX_BODY_BYTES)
         app.router.add_get("/version", self._version)
         for probe in ("/healthz", "/readyz", "/livez"):
             app.router.add_get(probe, self._ok)
@@ -115,25 +140,39 @@ class Cluster:
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         return app
 
+    def authorized(self, authorization: str | None) -> bool:
+        """The request carries the bearer token (compared in constant time)."""
+        if self.token is None:
+            return True
+        given = (authorization or "").encode("utf-8", "surrogateescape")
+        return hmac.compare_digest(given, self._bearer)
+
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if (self.token is not None and request.path not in PUBLIC_PATHS
-                and request.headers.get("Authorization") != f"Bearer {self.token}"):
+        if request.path not in self.public and \
+                not self.authorized(request.headers.get("Authorization")):
             return _error_response(errors.unauthorized())
         if self.audit is not None:
             self.audit.record(client_identity(request.headers.get("Authorization"),
                                               request.headers.get("User-Agent")),
                               request.method, request.path, request.query)
-        if self.latency > 0 and request.path not in PUBLIC_PATHS:
+        if self.latency > 0 and request.path not in self.public:
             await asyncio.sleep(self.latency)
         try:
+            if self.faults is not None:
+                return await self.faults.serve(request, handler)
             return await handler(request)
         except errors.ApiError as err:
             return _error_response(err)
+        except web.HTTPRequestEntityTooLarge:
+            return _error_response(limits.too_large())
         except web.HTTPException:
             raise
         except InputError as err:
             return _error_response(errors.bad_request(str(err)))
+        except RecursionError:
+            return _error_response(errors.bad_request(
+                f"the request nests deeper than {limits.MAX_DEPTH} levels"))
         except Exception as err:
             _log.exception("internal error serving %s %s", request.method, request.path)
             return _error_response(errors.ApiError(500, "InternalError",
@@ -216,18 +255,21 @@ class Cluster:
             if not name:
                 if q.get("watch") in ("true", "1"):
                     return await self._watch(request, rt, version, namespace)
-                return self._list(request, rt, version, namespace)
+                return await self._list(request, rt, version, namespace)
             if sub == "scale":
                 return _json(self.api.scale(rt, namespace, name))
             return self._one(request, rt, version, self.api.get(rt, namespace, name))
         if method == "POST":
-            body = await _body(request)
+            body = await self._body(request)
             dry_run = _dry_run(request.query.getall("dryRun", []))
             if sub == "binding":
                 _no_dry_run(dry_run, "binding")
                 return _json(self.api.bind(namespace, name, body), 201)
             if sub == "eviction":
                 options = (body.get("deleteOptions") if isinstance(body, dict) else None) or {}
+                if not isinstance(options, dict):
+                    raise errors.bad_request("an Eviction's deleteOptions must be an object")
+                _check_delete_options(options)
                 listed = options.get("dryRun") or []
                 dry_run = _dry_run(listed if isinstance(listed, list) else [listed]) or dry_run
                 return _json(self.api.evict(namespace, name, body, dry_run=dry_run), 201)
@@ -237,7 +279,7 @@ class Cluster:
             created = self.api.create(rt, namespace, body, version, dry_run=dry_run)
             return self._one(request, rt, version, created, 201)
         if method == "PUT" and name:
-            body = await _body(request)
+            body = await self._body(request)
             dry_run = _dry_run(request.query.getall("dryRun", []))
             if sub == "scale":
                 _no_dry_run(dry_run, "scale")
@@ -247,15 +289,17 @@ class Cluster:
                                              dry_run=dry_run))
         if method == "PATCH" and name:
             dry_run = _dry_run(request.query.getall("dryRun", []))
+            patch_type(request.content_type)
+            data = await self._decode(request, limits.decode_json, "the patch", empty=b"null")
             if sub == "scale":
                 _no_dry_run(dry_run, "scale")
                 return _json(self.api.patch_scale(rt, namespace, name, request.content_type,
-                                                  await request.read()))
-            patched = self.api.patch(rt, namespace, name, request.content_type,
-                                     await request.read(), sub, version, dry_run=dry_run)
+                                                  data))
+            patched = self.api.patch(rt, namespace, name, request.content_type, data, sub,
+                                     version, dry_run=dry_run)
             return self._one(request, rt, version, patched)
         if method == "DELETE":
-            options = await _delete_options(request)
+            options = await self._delete_options(request)
             if not name:
                 deleted = self.api.delete_collection(rt, namespace, q.get("labelSelector", ""),
                                                      q.get("fieldSelector", ""), options)
@@ -273,10 +317,21 @@ class Cluster:
                 table_version=table_version), status)
         return _json(_as_version(obj, rt, version), status)
 
-    def _list(self, request: web.Request, rt: ResourceType, version: str,
-              namespace: str) -> web.Response:
+    async def _list(self, request: web.Request, rt: ResourceType, version: str,
+                    namespace: str) -> web.Response:
         q = request.query
         limit = _int_param(q, "limit")
+        raw_rv = q.get("resourceVersion", "")
+        match = q.get("resourceVersionMatch", "")
+        if match not in ("", "NotOlderThan", "Exact"):
+            raise errors.bad_request(f'resourceVersionMatch: Unsupported value: "{match}": '
+                                     'supported values: "Exact", "NotOlderThan"')
+        if raw_rv not in ("", "0"):
+            wanted = parse_rv(raw_rv)
+            await self._fresh(wanted)
+            if match == "Exact" and wanted < self.store.rv:
+                # Only the newest state is kept: an exact list of an older one cannot be served.
+                raise errors.gone("The resourceVersion for the provided list is too old.")
         result = self.api.list_objects(rt, namespace, label_selector=q.get("labelSelector", ""),
                                field_selector=q.get("fieldSelector", ""), limit=limit,
                                continue_token=q.get("continue", ""))
@@ -314,6 +369,8 @@ class Cluster:
         response = web.StreamResponse(headers={"Content-Type": JSON,
                                                "Transfer-Encoding": "chunked"})
         since = None if raw_rv in ("", "0") or initial else parse_rv(raw_rv)
+        if since is not None:
+            await self._fresh(since)
         try:
             watcher, backlog = self.store.watch(rt, since)
         except errors.ApiError as err:
@@ -372,6 +429,64 @@ class Cluster:
             self.store.unwatch(watcher)
         return response
 
+    async def _fresh(self, wanted: int) -> None:
+        """Wait (up to :data:`FRESH_WAIT`) until the store has reached resourceVersion
+        ``wanted``; 504 "Too large resource version" as upstream's cacher if it does not."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + FRESH_WAIT
+        while self.store.rv < wanted:
+            if loop.time() >= deadline:
+                raise errors.too_large_rv(wanted, self.store.rv)
+            await asyncio.sleep(0.05)
+
+    async def _read(self, request: web.Request) -> bytes:
+        """The body, refused early by its declared length and bounded in time."""
+        declared = request.content_length
+        if declared is not None and declared > limits.MAX_BODY_BYTES:
+            raise limits.too_large()
+        try:
+            async with asyncio.timeout(BODY_TIMEOUT):
+                return await request.read()
+        except TimeoutError:
+            raise errors.ApiError(408, "Timeout", "the request body did not arrive within "
+                                  f"{BODY_TIMEOUT:g}s") from None
+
+    async def _decode(self, request: web.Request, decode: Callable[[bytes, str], Any],
+                      what: str, empty: bytes | None = None) -> Any:
+        """Read the body and decode it on the decoder threads (never on the loop)."""
+        raw = await self._read(request)
+        if not raw:
+            if empty is None:
+                raise errors.bad_request("the request has no body")
+            raw = empty
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.decoder, decode, raw, what)
+
+    async def _body(self, request: web.Request) -> Any:
+        if request.content_type == PROTOBUF:
+            raise errors.ApiError(415, "UnsupportedMediaType", "kubeberth's API server reads "
+                                  "JSON and YAML bodies only, not protobuf; write the object as "
+                                  "a manifest and use kubectl apply -f or kubectl create -f")
+        if request.content_type in ("application/yaml", "application/x-yaml"):
+            return await self._decode(request, limits.decode_yaml, "the body")
+        return await self._decode(request, limits.decode_json, "the body")
+
+    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        parsed = await self._decode(request, limits.decode_json, "the DeleteOptions",
+                                    empty=b"{}")
+        if isinstance(parsed, dict):
+            options.update(parsed)
+        q = request.query
+        if "gracePeriodSeconds" in q:
+            options["gracePeriodSeconds"] = _int_param(q, "gracePeriodSeconds")
+        if "propagationPolicy" in q:
+            options["propagationPolicy"] = q["propagationPolicy"]
+        dry = options.get("dryRun") or q.getall("dryRun", [])
+        options["dryRun"] = _dry_run(dry if isinstance(dry, list) else [dry])
+        _check_delete_options(options)
+        return options
+
     async def _emit(self, event: Event, matches: Callable[[Obj | None], bool],
                     send: Callable[[str, Obj], Awaitable[None]]) -> None:
         """Send ``event`` as a selector-filtered watch sees it (entering or leaving the
@@ -402,16 +517,20 @@ def _no_resource(request: web.Request) -> errors.ApiError:
 
 
 def _int_param(q: Mapping[str, str], name: str) -> int:
+    """A non-negative int64 query parameter written in ASCII digits, as Go's ParseInt reads
+    it (no underscores or spaces); 0 when absent."""
     raw = q.get(name, "")
     if not raw:
         return 0
-    try:
-        value = int(raw)
-    except ValueError:
-        raise errors.bad_request(f"{name}: {raw!r} is not an integer") from None
-    if value < 0:
+    digits = raw[1:] if raw.startswith("-") else raw
+    significant = digits.lstrip("0") or "0"
+    if not (digits.isascii() and digits.isdigit()) or len(significant) > 19 or \
+            int(significant) > 2**63 - 1:
+        raise errors.bad_request(f'{name}: Invalid value: "{raw[:64]}": strconv.ParseInt: '
+                                 f'parsing "{raw[:64]}": invalid syntax or out of range')
+    if raw.startswith("-") and significant != "0":
         raise errors.bad_request(f"{name}: must not be negative")
-    return value
+    return int(significant)
 
 
 def _table_version(request: web.Request) -> str:
@@ -429,40 +548,21 @@ def _table_version(request: web.Request) -> str:
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
-async def _body(request: web.Request) -> Any:
-    if request.content_type == PROTOBUF:
-        raise errors.ApiError(415, "UnsupportedMediaType", "kubeberth's API server reads JSON "
-                              "and YAML bodies only, not protobuf; write the object as a "
-                              "manifest and use kubectl apply -f or kubectl create -f")
-    raw = await request.read()
-    if not raw:
-        raise errors.bad_request("the request has no body")
-    try:
-        if request.content_type in ("application/yaml", "application/x-yaml"):
-            return yaml.safe_load(raw)
-        return json.loads(raw)
-    except (ValueError, yaml.YAMLError) as err:
-        raise errors.bad_request(f"the body is not valid JSON: {err}") from None
-
-
-async def _delete_options(request: web.Request) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    raw = await request.read()
-    if raw:
-        try:
-            parsed = json.loads(raw)
-        except ValueError as err:
-            raise errors.bad_request(f"the DeleteOptions are not valid JSON: {err}") from None
-        if isinstance(parsed, dict):
-            options.update(parsed)
-    q = request.query
-    if "gracePeriodSeconds" in q:
-        options["gracePeriodSeconds"] = _int_param(q, "gracePeriodSeconds")
-    if "propagationPolicy" in q:
-        options["propagationPolicy"] = q["propagationPolicy"]
-    dry = options.get("dryRun") or q.getall("dryRun", [])
-    options["dryRun"] = _dry_run(dry if isinstance(dry, list) else [dry])
-    return options
+def _check_delete_options(options: dict[str, Any]) -> None:
+    """DeleteOptions' fields have their Go types and allowed values (400 otherwise)."""
+    grace = options.get("gracePeriodSeconds")
+    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+        raise errors.bad_request("json: cannot unmarshal into Go struct field "
+                                 "DeleteOptions.gracePeriodSeconds of type int64")
+    pre = options.get("preconditions")
+    if pre is not None and (not isinstance(pre, dict) or any(
+            v is not None and not isinstance(v, str) for v in pre.values())):
+        raise errors.bad_request("json: cannot unmarshal into Go struct field "
+                                 "DeleteOptions.preconditions of type v1.Preconditions")
+    policy = options.get("propagationPolicy")
+    if policy is not None and policy not in ("Orphan", "Background", "Foreground"):
+        raise errors.bad_request(f'propagationPolicy: Unsupported value: "{policy}": '
+                                 'supported values: "Background", "Foreground", "Orphan"')
 
 
 def _dry_run(values: list[Any]) -> bool:
@@ -497,7 +597,8 @@ def load_manifests_into(api: Api, manifests: Manifests) -> list[str]:
     """Create the objects of ``manifests``: namespaces, priority classes and nodes first, pods
     last; namespaces that objects use but do not define are created. Returns the kinds skipped
     because they are not served (configuration kinds such as DeschedulerPolicy)."""
-    docs = [doc for doc in manifests.origins.values()] + list(manifests.other)
+    docs = [doc for doc in manifests.origins.values()] + list(manifests.other) \
+        + list(manifests.workload_api)
     order = {"Namespace": 0, "PriorityClass": 1, "Node": 2, "Pod": 4}
     docs.sort(key=lambda d: order.get(d.kind, 3))
     skipped: list[str] = []
@@ -528,22 +629,28 @@ class EmbeddedServer:
 
     def __init__(self, *, manifests: Manifests | None = None, host: str = "127.0.0.1",
                  port: int = 0, token: str | None = None, tls_cert: Path | None = None,
-                 tls_key: Path | None = None, clock: Clock | None = None,
-                 bookmark_interval: float = 60.0, history: int = DEFAULT_HISTORY,
-                 audit: bool = False) -> None:
+                 tls_key: Path | None = None, serving_cert: ServingCert | None = None,
+                 clock: Clock | None = None, bookmark_interval: float = 60.0,
+                 history: int = DEFAULT_HISTORY, audit: bool = False,
+                 metrics_public: bool = False,
+                 header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise InputError(f"address {host!r} is not loopback", field="--address",
                              expected="127.0.0.1, localhost or ::1 (the server has no "
                              "authorization beyond a bearer token)")
         self.cluster = Cluster(clock=clock, token=token, bookmark_interval=bookmark_interval,
-                               history=history, audit=audit)
+                               history=history, audit=audit, metrics_public=metrics_public)
         self.skipped = self.cluster.load(manifests) if manifests is not None else []
         self.host = host
         self.port = port
         self.token = token
+        self.header_timeout = header_timeout
         self._ssl: ssl.SSLContext | None = None
-        self._tls_cert = tls_cert
-        if tls_cert is not None or tls_key is not None:
+        self._ca_pem: bytes | None = None
+        if serving_cert is not None:
+            self._ssl = serving_cert.server_context()
+            self._ca_pem = serving_cert.cert_pem
+        elif tls_cert is not None or tls_key is not None:
             if tls_cert is None or tls_key is None:
                 raise InputError("TLS needs both a certificate and its key",
                                  field="--tls-cert-file/--tls-private-key-file",
@@ -551,6 +658,7 @@ class EmbeddedServer:
             self._ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             try:
                 self._ssl.load_cert_chain(str(tls_cert), str(tls_key))
+                self._ca_pem = tls_cert.read_bytes()
             except (OSError, ssl.SSLError) as err:
                 raise InputError(f"cannot load the TLS certificate or key: {err}",
                                  source=str(tls_cert), expected="a PEM certificate and its "
@@ -608,8 +716,14 @@ class EmbeddedServer:
     async def _start(self) -> None:
         self._tasks = [asyncio.create_task(self.cluster.controllers.run()),
                        asyncio.create_task(self.cluster.controllers.run_timers())]
+        if self.cluster.faults is not None:
+            self._tasks.append(asyncio.create_task(
+                self.cluster.faults.drop_watches(self.cluster.store)))
+        # keepalive_timeout also runs from a connection's start (aiohttp >= 3.14): a client
+        # that has not sent a whole request by then is disconnected (slowloris).
         self._runner = web.AppRunner(self.cluster.app(), access_log=None,
-                                     handler_cancellation=True, shutdown_timeout=1.0)
+                                     handler_cancellation=True, shutdown_timeout=1.0,
+                                     keepalive_timeout=self.header_timeout)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl)
         try:
@@ -631,6 +745,7 @@ class EmbeddedServer:
             self._thread.join(timeout=30)
         loop.close()
         self._loop = None
+        self.cluster.decoder.shutdown(wait=False, cancel_futures=True)
 
     async def _stop(self) -> None:
         self.cluster.store.close_watches()
@@ -669,10 +784,9 @@ class EmbeddedServer:
     def kubeconfig(self) -> dict[str, Any]:
         """A kubeconfig for this server (bearer token and TLS as configured)."""
         cluster: dict[str, Any] = {"server": self.url}
-        if self._tls_cert is not None:
+        if self._ca_pem is not None:
             # The serving certificate is its own CA (self-signed, valid for the loopback host).
-            cluster["certificate-authority-data"] = base64.b64encode(
-                self._tls_cert.read_bytes()).decode()
+            cluster["certificate-authority-data"] = base64.b64encode(self._ca_pem).decode()
         user: dict[str, Any] = {"token": self.token} if self.token else {}
         return {"apiVersion": "v1", "kind": "Config", "current-context": "kubeberth",
                 "clusters": [{"name": "kubeberth", "cluster": cluster}],
@@ -683,9 +797,7 @@ class EmbeddedServer:
                 "preferences": {}}
 
     def write_kubeconfig(self, path: str | Path) -> Path:
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
-        out.chmod(0o600)
-        return out
+        """Write :meth:`kubeconfig` to ``path``, created 0600 and renamed into place."""
+        return write_private(Path(path), yaml.safe_dump(self.kubeconfig(),
+                                                        sort_keys=False).encode())
 

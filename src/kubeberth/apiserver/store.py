@@ -4,7 +4,9 @@ This plays etcd plus the apiserver's watch cache. Objects are kept as the JSON d
 sent (so fields kubeberth does not model round-trip untouched); one global counter stamps each
 change with a ``resourceVersion``, as etcd's revision does. Each resource keeps a bounded
 history of its recent changes so a watch can resume from a resourceVersion; a watch from a
-version older than that history gets 410 Gone, and the client must list again.
+version older than that history gets 410 Gone, and the client must list again. The history is
+bounded by count and by bytes (:data:`DEFAULT_HISTORY_BYTES` per resource), so replacing a
+large object many times does not keep every old copy alive.
 
 The store is not thread-safe on purpose: the server runs it on one asyncio loop, and in-process
 callers go through :class:`~kubeberth.apiserver.server.EmbeddedServer`, which hops onto that loop.
@@ -21,6 +23,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from kubeberth.api.times import format_time
 from kubeberth.apiserver import errors
 from kubeberth.apiserver.clock import Clock
@@ -29,6 +33,9 @@ from kubeberth.apiserver.resources import Registry, ResourceType
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 DEFAULT_HISTORY = 2000
+# Bytes of object JSON each resource's history may hold (its newest event is always kept).
+DEFAULT_HISTORY_BYTES = 32 * 2**20
+_RV = re.compile(r"0*([0-9]{1,20})")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -41,6 +48,7 @@ class Event:
     rv: int
     obj: Obj
     old: Obj | None
+    size: int = 0  # bytes of obj as JSON, for the history's byte bound
 
 
 @dataclass(slots=True, eq=False)
@@ -55,6 +63,7 @@ class Watcher:
 class _Table:
     objects: dict[Key, Obj] = field(default_factory=dict)
     history: deque[Event] = field(default_factory=deque)
+    history_bytes: int = 0
     # Watches from a resourceVersion below this cannot be served (history dropped).
     floor: int = 0
     watchers: set[Watcher] = field(default_factory=set)
@@ -69,25 +78,28 @@ def object_key(obj: Obj) -> Key:
 
 
 def parse_rv(text: str, what: str = "resourceVersion") -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise errors.bad_request(f"invalid {what} {text!r}: expected a resourceVersion "
-                                 "returned by this server") from None
-    if value < 0:
-        raise errors.bad_request(f"invalid {what} {text!r}: must not be negative")
-    return value
+    """A resourceVersion as upstream parses it (ASCII digits, uint64; no sign, spaces or
+    underscores, which Python's int() would accept)."""
+    match = _RV.fullmatch(text)
+    if match is None or int(match[1]) > 2**64 - 1:
+        shown = text[:64]
+        raise errors.bad_request(f'{what}: Invalid value: "{shown}": strconv.ParseUint: '
+                                 f'parsing "{shown}": invalid syntax (expected a '
+                                 "resourceVersion returned by this server)")
+    return int(match[1])
 
 
 class Store:
     """Objects by resource, with resourceVersions, history and watchers."""
 
     def __init__(self, registry: Registry, clock: Clock, *,
-                 history: int = DEFAULT_HISTORY) -> None:
+                 history: int = DEFAULT_HISTORY,
+                 history_bytes: int = DEFAULT_HISTORY_BYTES) -> None:
         self.registry = registry
         self.clock = clock
         self.rv = 1
         self.history_size = history
+        self.history_bytes = history_bytes
         self._tables: dict[tuple[str, str], _Table] = {r.key: _Table()
                                                        for r in registry.resources}
         self._listeners: list[Listener] = []
@@ -232,10 +244,14 @@ class Store:
             table.objects.pop(key, None)
         else:
             table.objects[key] = obj
-        event = Event(kind, self.rv, obj, old)
+        event = Event(kind, self.rv, obj, old, len(msgspec.json.encode(obj)))
         table.history.append(event)
-        while len(table.history) > self.history_size:
-            table.floor = table.history.popleft().rv
+        table.history_bytes += event.size
+        while len(table.history) > self.history_size or (
+                table.history_bytes > self.history_bytes and len(table.history) > 1):
+            dropped = table.history.popleft()
+            table.history_bytes -= dropped.size
+            table.floor = dropped.rv
         for watcher in table.watchers:
             watcher.queue.put_nowait(event)
         for listener in self._listeners:
@@ -247,6 +263,7 @@ class Store:
         """Forget every resource's history (as etcd compaction): older watches get 410."""
         for table in self._tables.values():
             table.history.clear()
+            table.history_bytes = 0
             table.floor = self.rv
 
     def watch(self, rt: ResourceType, since: int | None) -> tuple[Watcher, list[Event]]:

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 
 from kubeberth.admission.checks import CheckRegistry
 from kubeberth.admission.checks import in_tree as in_tree_checks
@@ -103,7 +104,9 @@ def user_errors(config: SchedulerConfiguration | None = None) -> Iterator[None]:
         if err.source is None and config is not None and config.source:
             err = err.at(source=config.source,
                          line=config.locate(err.field) if err.field else None)
-        err_console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        # User input is never markup: a value such as "[/x]" must print, not raise.
+        err_console.print(f"[bold red]error:[/] {escape(str(err))}", highlight=False,
+                          soft_wrap=True)
         raise typer.Exit(2) from None
 
 

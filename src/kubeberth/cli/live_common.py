@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 
 from kubeberth.api.durations import parse_duration
 from kubeberth.api.errors import InputError
@@ -209,7 +210,7 @@ def renamed(new: T | None, old: T | None, *, new_flag: str, old_flag: str) -> T 
 
 def fail(err: InputError) -> typer.Exit:
     """Print a bad-input error the CLI way; the caller raises the returned Exit."""
-    _err.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+    _err.print(f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True)
     return typer.Exit(2)
 
 
@@ -273,7 +274,7 @@ def run_controller(controller: Controller[Any], live: LiveOptions, *, banner: st
         print(f"kubeberth {name} stopped: leader election lost", flush=True)
         raise typer.Exit(1)
     if controller.error is not None:
-        print(f"kubeberth {name} stopped: the control loop failed: {controller.error!r}",
+        print(f"kubeberth {name} stopped: the controller failed: {controller.error!r}",
               flush=True)
         raise typer.Exit(1)
     print(f"kubeberth {name} stopped", flush=True)

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from kubeberth.cli.common import deprecated, user_errors
 
@@ -47,7 +48,7 @@ def render(
 
     with user_errors():
         path = write_run_report(run, _out_file(out_file, old_output))
-    Console().print(f"wrote {path}", highlight=False, soft_wrap=True)
+    Console().print(f"wrote {escape(str(path))}", highlight=False, soft_wrap=True)
 
 
 @report_app.command("compare")
@@ -63,4 +64,4 @@ def compare(
     with user_errors():
         path = write_compare_report(runs, _out_file(out_file, old_output)
                                     or Path("compare.html"))
-    Console().print(f"wrote {path}", highlight=False, soft_wrap=True)
+    Console().print(f"wrote {escape(str(path))}", highlight=False, soft_wrap=True)

@@ -1,5 +1,6 @@
 """``kubeberth up``: the embedded API server, a demo cluster and all four live controllers in
-one command.
+one command. Like ``serve`` it is secure by default: the kubeconfig it writes (mode 0600)
+carries a generated token and the server's self-signed certificate.
 
 Trying the live controllers otherwise takes five terminals (``serve``, ``scheduler``,
 ``admission``, ``descheduler``, ``spill-controller``) and five configuration files. ``up``
@@ -29,6 +30,7 @@ from kubeberth.cli.live_common import (
     leader_timing,
     setup_logging,
 )
+from kubeberth.cli.serve import MetricsPublicOption, NoAuthOption, TokenOption, access
 
 if TYPE_CHECKING:
     from kubeberth.apiserver import EmbeddedServer
@@ -109,9 +111,9 @@ def up_command(
                                  "~/.kube/kubeberth-up.yaml).")] = None,
     tls_cert_file: TlsCertFileOption = None,
     tls_private_key_file: TlsPrivateKeyFileOption = None,
-    token: Annotated[str | None, typer.Option(
-        "--token", help="Require this bearer token on every API request (kubectl sends it "
-                        "only over HTTPS: add --tls-cert-file/--tls-private-key-file).")] = None,
+    token: TokenOption = None,
+    no_auth: NoAuthOption = False,
+    metrics_public: MetricsPublicOption = False,
 ) -> None:
     """Start the embedded API server with a demo GPU cluster and all four controllers
     (scheduler, admission, descheduler, spill-controller); print how to look at it."""
@@ -122,9 +124,11 @@ def up_command(
     demo = demo_dir()
     kubeconfig = (kubeconfig_out or DEFAULT_KUBECONFIG).expanduser()
     try:
+        how = access(no_auth, token, tls_cert_file)
         manifests = load_manifests([demo / f for f in CLUSTER_FILES])
-        server = EmbeddedServer(manifests=manifests, port=port, token=token,
-                                tls_cert=tls_cert_file, tls_key=tls_private_key_file)
+        server = EmbeddedServer(manifests=manifests, port=port, token=how.token,
+                                tls_cert=tls_cert_file, tls_key=tls_private_key_file,
+                                serving_cert=how.serving_cert, metrics_public=metrics_public)
         server.start()
     except InputError as err:
         raise fail(err) from None
@@ -150,9 +154,9 @@ def up_command(
             ctl.start()
             running.append(ctl)
             _out.print(f"  {ctl.name:<17} metrics on {health.url}/metrics")
-        if token and tls_cert_file is None:
-            _out.print("note: kubectl sends the bearer token only over HTTPS: start with "
-                       "--tls-cert-file/--tls-private-key-file to use kubectl with --token")
+        if how.token is None:
+            _out.print("warning: --no-auth: no token is required; every local user and "
+                       "process can change this cluster")
         for line in _hints(kubeconfig, demo):
             _out.print(line)
         _out.file.flush()

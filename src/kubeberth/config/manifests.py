@@ -29,6 +29,13 @@ from kubeberth.api.objects import (
     PriorityClass,
 )
 from kubeberth.api.resources import node_allocatable, pod_requests, resource_map
+from kubeberth.api.validation import (
+    check_label,
+    check_shape,
+    validate_node,
+    validate_pod,
+    validate_priority_class,
+)
 from kubeberth.config.yamlsrc import STDIN, Document, convert, load_documents
 
 ANNOTATION_ARRIVAL = "kubeberth.io/arrival-seconds"
@@ -56,13 +63,13 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "ReplicaSet": ("apps/v1",),
     "StatefulSet": ("apps/v1",),
     "Job": ("batch/v1", VOLCANO_JOB_API),
-    "PodGroup": (*_SIG_SCHEDULING, "scheduling.volcano.sh/v1beta1"),
+    "PodGroup": (*_SIG_SCHEDULING, "scheduling.volcano.sh/v1beta1", "scheduling.k8s.io/v1alpha2"),
     "ElasticQuota": _SIG_SCHEDULING,
     "Queue": ("scheduling.volcano.sh/v1beta1",),
     "ClusterQueue": _KUEUE,
     "LocalQueue": _KUEUE,
     "ResourceFlavor": _KUEUE,
-    "Workload": _KUEUE,
+    "Workload": (*_KUEUE, "scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1alpha1"),
     "WorkloadPriorityClass": _KUEUE,
     "AdmissionCheck": _KUEUE,
     "Cohort": (*_KUEUE, "kueue.x-k8s.io/v1alpha1"),
@@ -71,6 +78,7 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "DeschedulerPolicy": ("descheduler/v1alpha2",),
     "KubeSchedulerConfiguration": ("kubescheduler.config.k8s.io/v1",),
 }
+_WORKLOAD_API = "scheduling.k8s.io/v1alpha"
 _EXPECTED_KINDS = "a kind kubeberth reads: " + ", ".join(
     f"{kind} ({' or '.join(versions)})" for kind, versions in KNOWN_KINDS.items())
 
@@ -86,6 +94,9 @@ class Manifests:
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     # Documents of the other known kinds, in input order, for the layers that parse them.
     other: list[Document] = field(default_factory=list)
+    # scheduling.k8s.io Workloads and PodGroups (native gangs), kept apart from Kueue's
+    # Workloads and scheduler-plugins' PodGroups that share their kind names.
+    workload_api: list[Document] = field(default_factory=list)
     # (kind, namespace, name) -> the document that defined it, to locate later errors.
     origins: dict[tuple[str, str, str], Document] = field(default_factory=dict)
 
@@ -156,14 +167,15 @@ def load_manifests(paths: str | Path | Iterable[str | Path]) -> Manifests:
                 _remember(out, doc, kind, "", pc.metadata.name)
                 out.priority_classes.append(pc)
             elif kind == "Namespace":
-                ns = convert(doc, Namespace)
-                check_metadata(doc, ns.metadata, namespaced=False)
+                ns = _namespace(doc)
                 _remember(out, doc, kind, "", ns.metadata.name)
                 out.namespaces.append(ns)
             elif kind == "PodDisruptionBudget":
                 pdb = _pdb(doc)
                 _remember(out, doc, kind, pdb.metadata.namespace, pdb.metadata.name)
                 out.pdbs.append(pdb)
+            elif str(doc.data.get("apiVersion")).startswith(_WORKLOAD_API):
+                out.workload_api.append(doc)
             else:
                 out.other.append(doc)
     return out
@@ -211,6 +223,8 @@ def _check_kind(doc: Document) -> str:
         shown = f"apiVersion {api!r}" if api is not None else "no apiVersion"
         raise doc.error(f"{kind} has {shown}", field="apiVersion",
                         expected="apiVersion: " + " or ".join(versions))
+    with doc.located():
+        check_shape(doc.data)
     return kind
 
 
@@ -238,6 +252,7 @@ def _where(doc: Document) -> str:
     return f"{doc.source.name}:{line}" if line is not None else doc.source.name
 
 
+# Names are checked as the API server checks them, upper case aside (api/validation.py says why).
 def _pod(doc: Document) -> Pod:
     pod = convert(doc, Pod)
     check_metadata(doc, pod.metadata, namespaced=True)
@@ -247,6 +262,7 @@ def _pod(doc: Document) -> Pod:
                         field="spec.preemptionPolicy",
                         expected=" or ".join(PREEMPTION_POLICIES))
     with doc.located():
+        validate_pod(pod, fold_case=True)
         pod_requests(pod)
         for kind, containers in (("containers", spec.containers),
                                  ("initContainers", spec.init_containers)):
@@ -260,6 +276,7 @@ def _node(doc: Document) -> Node:
     node = convert(doc, Node)
     check_metadata(doc, node.metadata, namespaced=False)
     with doc.located():
+        validate_node(node, fold_case=True)
         node_allocatable(node)
         resource_map(node.status.capacity, "status.capacity")
     return node
@@ -268,6 +285,8 @@ def _node(doc: Document) -> Node:
 def _priority_class(doc: Document) -> PriorityClass:
     pc = convert(doc, PriorityClass)
     check_metadata(doc, pc.metadata, namespaced=False)
+    with doc.located():
+        validate_priority_class(pc, fold_case=True)
     if pc.value > HIGHEST_USER_DEFINABLE_PRIORITY and not pc.metadata.name.startswith("system-"):
         raise doc.error(f"value {pc.value} is above the user-definable range", field="value",
                         expected=f"at most {HIGHEST_USER_DEFINABLE_PRIORITY} (higher values are "
@@ -301,6 +320,14 @@ def _pdb(doc: Document) -> PodDisruptionBudget:
     return pdb
 
 
+def _namespace(doc: Document) -> Namespace:
+    ns = convert(doc, Namespace)
+    check_metadata(doc, ns.metadata, namespaced=False)
+    with doc.located():
+        check_label(ns.metadata.name, "metadata.name", fold_case=True)
+    return ns
+
+
 def _is_percent(value: str) -> bool:
     return _PERCENT.fullmatch(value) is not None and int(value[:-1]) <= 100
 
@@ -323,7 +350,5 @@ def decode_object(
     if kind == "PodDisruptionBudget":
         return _pdb(doc)
     if kind == "Namespace":
-        ns = convert(doc, Namespace)
-        check_metadata(doc, ns.metadata, namespaced=False)
-        return ns
+        return _namespace(doc)
     return None

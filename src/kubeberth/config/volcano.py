@@ -22,6 +22,7 @@ import msgspec
 
 from kubeberth.api.objects import ObjectMeta, OwnerReference, Pod, PriorityClass
 from kubeberth.api.resources import pod_requests, resource_map
+from kubeberth.api.validation import validate_pod
 from kubeberth.api.volcano import (
     DEFAULT_MAX_RETRY,
     DEFAULT_QUEUE,
@@ -102,6 +103,9 @@ def load_volcano(m: Manifests, classes: dict[str, PriorityClass] | None = None) 
         seen[job.key] = job
         out.jobs.append(job)
         pg, pods = expand_job(job, classes or {})
+        with doc.located():
+            for pod in pods:  # the names and labels the job controller makes must be valid
+                validate_pod(pod, fold_case=True)
         _unique(doc, out.pod_groups, pg.key, "PodGroup")
         out.pod_groups[pg.key] = pg
         out.job_pods.extend(pods)

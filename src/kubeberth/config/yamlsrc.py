@@ -8,6 +8,12 @@ is wanted, which happens on the error path, is the file composed again and the p
 This module does not know any Kubernetes kind; it only splits files into documents (including
 ``kind: List`` items), decodes duplicate keys, nulls and timestamps as Kubernetes does, and
 turns ``msgspec`` validation errors into located :class:`InputError`.
+
+Inputs are bounded before anything walks them: a source is at most :data:`MAX_SOURCE_BYTES`,
+nesting at most libyaml's 1000 levels (JSON is held to the same through the decoder's recursion
+guard), and YAML aliases may not expand a document past :data:`MAX_ALIAS_EXPANSION` values. PyYAML
+shares an aliased value instead of copying it, so a "billion laughs" document loads small; the
+limit keeps every later walk (msgspec, JSON encoding, the API server's store) from expanding it.
 """
 
 from __future__ import annotations
@@ -27,6 +33,13 @@ import yaml
 from kubeberth.api.errors import InputError
 
 STDIN = "-"
+MAX_SOURCE_BYTES = 64 * 2**20
+MAX_NESTING = 1000  # libyaml's own limit (yaml_maximum_level_nesting)
+MAX_ALIAS_EXPANSION = 1_000_000
+_EXPECT_SIZE = f"a YAML or JSON input of at most {MAX_SOURCE_BYTES // 2**20} MiB"
+_EXPECT_NESTING = f"data nested at most {MAX_NESTING} levels deep"
+_EXPECT_ALIASES = (f"YAML whose aliases (*name) expand it to at most {MAX_ALIAS_EXPANSION:,} "
+                   "values")
 EXPECTED_YAML = (
     "YAML or JSON: 'key: value' pairs indented with spaces, list items starting with '- ', "
     "documents separated by '---'"
@@ -53,6 +66,7 @@ _PLAIN_PROBLEMS = {
         "the file ends inside a quoted string",
     "did not find expected ',' or ']'": "a '[' list that is never closed with ']'",
     "did not find expected ',' or '}'": "a '{' mapping that is never closed with '}'",
+    "exceeded maximum nesting depth": f"nesting deeper than {MAX_NESTING} levels",
 }
 
 
@@ -86,6 +100,25 @@ def _timestamp_as_string(loader: _Loader, node: yaml.ScalarNode) -> str:
 
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_string)
+
+# Integers longer than this stay text: no field holds one, Python refuses to convert past 4300
+# digits, and as text a quantity reader still says "out of range" and a typed field "a string".
+_MAX_INT_DIGITS = 30
+
+
+def _int_or_text(loader: _Loader, node: yaml.ScalarNode) -> int | str:
+    text = str(node.value)
+    if len(text) > _MAX_INT_DIGITS:
+        return text
+    value: int = loader.construct_yaml_int(node)
+    return value
+
+
+def _json_int(text: str) -> int | str:
+    return int(text) if len(text) <= _MAX_INT_DIGITS else text
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _int_or_text)
 
 
 def _check_duplicates(node: yaml.MappingNode) -> None:
@@ -243,8 +276,16 @@ def read_source(path: str | Path) -> Source:
     """Read a file (or standard input for ``-``) as UTF-8 text."""
     name = str(path)
     if name == STDIN:
-        return Source("<stdin>", sys.stdin.read())
+        text = sys.stdin.read(MAX_SOURCE_BYTES + 1)
+        if len(text) > MAX_SOURCE_BYTES:
+            raise InputError(f"standard input is over {MAX_SOURCE_BYTES} characters",
+                             source="<stdin>", expected=_EXPECT_SIZE)
+        return Source("<stdin>", text)
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_SOURCE_BYTES:
+            raise InputError(f"the file is {size} bytes, over the limit of {MAX_SOURCE_BYTES}",
+                             source=name, expected=_EXPECT_SIZE)
         text = Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise InputError("the file is not UTF-8 text", source=name,
@@ -265,22 +306,36 @@ def parse_source(source: Source) -> list[Document]:
     stripped = source.text.lstrip()
     if source.is_json or stripped.startswith(("{", "[")):
         try:
-            value = json.loads(source.text, object_hook=_without_nulls)
+            value = json.loads(source.text, object_hook=_without_nulls,
+                               parse_constant=_not_json, parse_int=_json_int)
+        except _NotJson as err:
+            line = source.text.count("\n", 0, max(source.text.find(err.token), 0)) + 1
+            raise InputError(f"invalid JSON: {err.token} is not a JSON number",
+                             source=source.name, line=line,
+                             expected="finite numbers (JSON has no NaN or Infinity)") from None
         except json.JSONDecodeError as err:
             if source.is_json:
                 raise InputError(f"invalid JSON: {err.msg} (column {err.colno})",
                                  source=source.name, line=err.lineno,
                                  expected="a JSON object or list of objects") from None
+        except RecursionError:
+            # The decoder's recursion guard stops near MAX_NESTING levels; said as YAML says it.
+            raise InputError(f"invalid JSON: nesting deeper than {MAX_NESTING} levels",
+                             source=source.name, expected=_EXPECT_NESTING) from None
         else:
             source.is_json = True
             return _split(source, 0, value, None)
     docs: list[Document] = []
     loader = _Loader(source.text)
+    may_alias = "*" in source.text
     try:
         index = 0
         while loader.check_node():
             node = loader.get_node()
-            docs.extend(_split(source, index, loader.construct_document(node), node))
+            value = loader.construct_document(node)
+            if may_alias and node is not None:
+                check_expansion(value, source.name, node.start_mark.line + 1)
+            docs.extend(_split(source, index, value, node))
             index += 1
     except yaml.MarkedYAMLError as err:
         raise _yaml_error(source, err) from None
@@ -290,6 +345,32 @@ def parse_source(source: Source) -> list[Document]:
     finally:
         loader.dispose()
     return docs
+
+
+def check_expansion(value: Any, source: str, line: int | None = None) -> None:
+    """Refuse a decoded YAML document whose shared (aliased) values expand it past
+    :data:`MAX_ALIAS_EXPANSION` values when walked; cost linear in its distinct values."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, done = stack.pop()
+        children = item.values() if isinstance(item, dict) else item \
+            if isinstance(item, list) else None
+        if children is None or (not done and id(item) in sizes):
+            continue
+        if not done:
+            sizes[id(item)] = -1  # in progress: a container that holds itself is a loop
+            stack.append((item, True))
+            stack.extend((c, False) for c in children if isinstance(c, dict | list))
+            continue
+        total = 1 + sum(sizes.get(id(c), 1) if isinstance(c, dict | list) else 1
+                        for c in children)
+        if any(sizes.get(id(c)) == -1 for c in children if isinstance(c, dict | list)) \
+                or total > MAX_ALIAS_EXPANSION:
+            raise InputError(f"YAML aliases expand the document past {MAX_ALIAS_EXPANSION:,} "
+                             "values (or make it contain itself)", source=source, line=line,
+                             expected=_EXPECT_ALIASES)
+        sizes[id(item)] = total
 
 
 def _split(source: Source, index: int, value: Any, node: yaml.Node | None) -> list[Document]:
@@ -397,6 +478,17 @@ _GOT_TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,), "float": (float,), "str": (str,), "bool": (bool,), "object": (dict,),
     "array": (list,), "null": (type(None),),
 }
+
+
+class _NotJson(ValueError):
+    def __init__(self, token: str) -> None:
+        super().__init__(token)
+        self.token = token
+
+
+def _not_json(token: str) -> Any:
+    """Python's decoder reads NaN and Infinity; Go's, like the JSON grammar, does not."""
+    raise _NotJson(token)
 
 
 def _without_nulls(obj: dict[str, Any]) -> dict[str, Any]:

@@ -80,7 +80,7 @@ from kubeberth.api.quantity import format_milli
 from kubeberth.api.times import format_time, parse_time
 from kubeberth.config.manifests import Manifests, decode_object
 from kubeberth.config.yamlsrc import Document, Source
-from kubeberth.live.controller import Controller
+from kubeberth.live.controller import INVALID_OBJECT, Controller
 from kubeberth.live.events import EventRecorder
 from kubeberth.live.informer import SYNC
 from kubeberth.live.leader import LeaderElector
@@ -356,6 +356,7 @@ class LiveAdmission(Controller[AdmissionMetrics]):
     """Informers, admission rounds and their API writes; :meth:`run` until ``stop`` is set."""
 
     name = "admission"
+    component = COMPONENT
     recorder: AdmissionEvents | None
 
     def __init__(self, client: Client, *, config: KueueConfiguration | None = None,
@@ -638,7 +639,7 @@ class LiveAdmission(Controller[AdmissionMetrics]):
         key = self._verdict_key(kind, obj)
         self._seen.add(key)
         if key not in self._verdicts and message:
-            log.warning("ignoring %s %s: %s", kind, _key(obj), message)
+            self.refuse(kind, _key(obj), obj, message, INVALID_OBJECT)
         self._verdicts[key] = message
 
     def _create_workloads(self) -> None:

@@ -19,7 +19,9 @@ from typing import Any
 import msgspec
 
 from kubeberth.api.errors import InputError
+from kubeberth.api.gpu import gpu_demand
 from kubeberth.api.objects import Namespace, Node, Pod, PodDisruptionBudget, PriorityClass
+from kubeberth.api.resources import node_allocatable, pod_requests
 from kubeberth.config.manifests import decode_object
 from kubeberth.config.yamlsrc import Document, Source
 from kubeberth.live.informer import SYNC, key_of
@@ -32,6 +34,7 @@ for _typed in (Node, Pod, PriorityClass, Namespace, PodDisruptionBudget):
     msgspec.json.Decoder(_typed)
 # The kinds :func:`decode` types (every other kind stays the API's JSON dict).
 TYPED_KINDS = frozenset(("Node", "Pod", "PriorityClass", "Namespace", "PodDisruptionBudget"))
+INT64_MAX = 2**63 - 1
 
 
 def document(obj: Obj) -> Document:
@@ -42,12 +45,30 @@ def document(obj: Obj) -> Document:
 
 
 def decode(obj: Obj) -> Typed:
-    """The typed object, validated as manifests are; InputError when the loader refuses it."""
+    """The typed object, validated as manifests are, and as the cluster state will read it
+    (quantities that fit its int64 milli-units, a GPU demand it can model); InputError when
+    it cannot be."""
     typed = decode_object(document(obj))
     if typed is None:
         raise InputError(f"{obj.get('kind')!r} has no typed model", field="kind",
                          expected=" or ".join(sorted(TYPED_KINDS)))
+    if isinstance(typed, Node):
+        _fits(f"node {typed.metadata.name}", node_allocatable(typed), "status.allocatable")
+    elif isinstance(typed, Pod):
+        requests = pod_requests(typed)
+        _fits(f"pod {typed.key}", requests, "spec.containers[*].resources.requests")
+        gpu_demand(typed, requests)
     return typed
+
+
+def _fits(what: str, values: dict[str, int], field: str) -> None:
+    """The state keeps every quantity as int64 milli-units (upstream's Quantity is an int64
+    too): a larger one cannot be accounted."""
+    for name, milli in values.items():
+        if not -INT64_MAX <= milli <= INT64_MAX:
+            raise InputError(f"{what}: its {name} does not fit int64 milli-units",
+                             field=f"{field}.{name}",
+                             expected=f"at most {INT64_MAX} milli-units of {name}")
 
 
 class Store:

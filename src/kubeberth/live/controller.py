@@ -11,9 +11,18 @@ events; then, while this candidate leads (or without an election), it calls
 :meth:`Controller.work` after waiting at most :meth:`Controller.wait_time` for events; standing
 by, it keeps its caches warm and calls :meth:`Controller.standby`. ``/healthz`` says the loop
 turns (it answers 503 once the loop has not turned for :data:`STALE_AFTER` seconds, or has
-stopped); ``/readyz`` says the caches are synced. A lost Lease stops the controller; an
-exception from the loop stops it too, after the same teardown (the Lease is released, so a
-standby takes over at once) and is kept in :attr:`Controller.error`.
+stopped); ``/readyz`` says the caches are synced and nothing has failed. A lost Lease stops the
+controller.
+
+Poison objects are skipped, never fatal: one the informer cannot decode into the typed model
+(reason ``FailedToDecode``), or whose event makes the controller raise an ``InputError``
+(reason ``InvalidObject``: a policy cannot judge it), is left out with one log line, a
+Warning Event on the object and a count in ``kubeberth_objects_refused_total``; the loop goes
+on. Any other exception on any of the controller's threads (the loop, an informer, a
+binding worker, the election, the event recorder) is a bug: it is kept in
+:attr:`Controller.error`, ``/readyz`` fails, and the controller stops after the same teardown
+(the Lease is released, so a standby takes over at once); the command exits 1. A restarted
+controller lists everything afresh.
 """
 
 from __future__ import annotations
@@ -27,7 +36,10 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from kubeberth.live.informer import Decode, Events, Informer, drain
+from lightkube.models.core_v1 import ObjectReference
+
+from kubeberth.api.errors import InputError
+from kubeberth.live.informer import SYNC, Decode, Events, Informer, describe, drain
 from kubeberth.live.metrics import ControllerMetrics, HealthServer
 
 if TYPE_CHECKING:
@@ -43,6 +55,8 @@ log = logging.getLogger("kubeberth.controller")
 
 STALE_AFTER = 30.0  # seconds without a turn of the loop before /healthz fails
 SYNC_POLL = 0.05  # how often the loop looks at the informers before they have synced
+FAILED_TO_DECODE = "FailedToDecode"  # the informer could not read the object
+INVALID_OBJECT = "InvalidObject"  # read, but the controller's policy cannot judge it
 
 
 M = TypeVar("M", bound=ControllerMetrics)
@@ -69,6 +83,7 @@ class Controller(Generic[M]):
     have defaults."""
 
     name = "controller"
+    component = "kubeberth"  # the reporting component of the Warning Events on poison objects
     max_wait = 1.0  # the loop wakes at least this often to check deadlines and stop
 
     def __init__(self, client: Client, metrics: M, *, clock: Callable[[], float] = time.monotonic,
@@ -89,12 +104,15 @@ class Controller(Generic[M]):
         self.alive_at = clock()
         self.health: HealthServer | None = None
         self.thread: threading.Thread | None = None
+        # (kind, key) -> (uid, reason, message) of the last refusal told.
+        self._refused: dict[tuple[str, str], tuple[str | None, str, str]] = {}
 
     def watch(self, kind: str, resource: type[Resource], *, decode: Decode | None = None,
               labels: dict[str, Any] | None = None) -> Informer:
         """A new informer of ``resource`` whose events reach :meth:`apply_event` as ``kind``."""
         inf = Informer(self.client, kind, resource, self.enqueue, stop=self.stop,
-                       decode=decode, labels=labels, watch_timeout=self.watch_timeout)
+                       decode=decode, labels=labels, watch_timeout=self.watch_timeout,
+                       refuse=self.refuse, on_fail=self.abort)
         self.informers.append(inf)
         return inf
 
@@ -104,7 +122,9 @@ class Controller(Generic[M]):
 
     # ---- what a controller implements ------------------------------------------------------
     def apply_event(self, kind: str, type_: str, data: Any) -> None:
-        """Apply one queued event, on the control loop."""
+        """Apply one queued event, on the control loop. An ``InputError`` raised for a watch
+        event refuses that object (raise it before changing anything); one from a ``SYNC``
+        list is only logged, so a subclass refuses a list's objects one by one itself."""
         raise NotImplementedError
 
     def work(self) -> bool:
@@ -131,8 +151,9 @@ class Controller(Generic[M]):
         return all(inf.synced.is_set() for inf in self.informers)
 
     def ready(self) -> bool:
-        """Every informer has delivered its first list, and the loop has applied them."""
-        return self.started and self.synced()
+        """Every informer has delivered its first list, the loop has applied them, and
+        nothing has failed."""
+        return self.started and self.synced() and self.error is None
 
     def healthy(self) -> bool:
         return not self.stop.is_set() and self.clock() - self.alive_at < STALE_AFTER
@@ -145,7 +166,42 @@ class Controller(Generic[M]):
         return [inf.kind for inf in self.informers if inf.error is not None]
 
     def drain(self, timeout: float) -> None:
-        drain(self.events, timeout, self.apply_event)
+        drain(self.events, timeout, self._apply_event)
+
+    def _apply_event(self, kind: str, type_: str, data: Any) -> None:
+        try:
+            self.apply_event(kind, type_, data)
+        except InputError as err:
+            if type_ == SYNC or not isinstance(data, tuple) or data[1] is None:
+                log.warning("%s: ignoring part of the %s list: %s", self.name, kind, err)
+                return
+            self.refuse(kind, data[0], data[1], err, INVALID_OBJECT)
+
+    # ---- poison and failures ---------------------------------------------------------------
+    def refuse(self, kind: str, key: str, obj: Any, err: Exception | str,
+               reason: str = FAILED_TO_DECODE) -> None:
+        """Skip a poison object: one log line, a Warning Event on it (unless a dry run, which
+        writes nothing), a count; once per object and fault (a re-list or an update that
+        leaves it as bad says nothing new). ``obj`` is the API's dict or a typed object."""
+        message = (err if isinstance(err, str) else describe(err))[:1000]
+        ref = reference(kind, key, obj)
+        told = (ref.uid, reason, message)
+        if self._refused.get((kind, key)) == told:
+            return
+        self._refused[(kind, key)] = told
+        log.warning("%s: ignoring %s %s (%s): %s", self.name, kind, key, reason, message)
+        self.metrics.refused.labels(kind=kind, reason=reason).inc()
+        if self.recorder is not None:
+            self.recorder.event(self.component, ref, "Warning", reason,
+                                f"{self.name} ignores this {kind}: {message}")
+
+    def abort(self, err: BaseException) -> None:
+        """A thread of this controller failed unexpectedly: keep the first error and stop
+        (``/readyz`` fails, the command exits 1). Any thread may call it."""
+        if self.error is None:
+            self.error = err
+        log.error("%s: stopping after an unexpected failure: %r", self.name, err)
+        self.stop.set()
 
     # ---- the loop --------------------------------------------------------------------------
     def run(self) -> None:
@@ -154,8 +210,11 @@ class Controller(Generic[M]):
         and is kept in :attr:`error`, then raised."""
         for inf in self.informers:
             inf.start()
+        if self.recorder is not None:
+            self.recorder.on_fail = self.abort
         if self.elector is not None:
             self.elector.on_lost = self._leadership_lost
+            self.elector.on_fail = self.abort
             self.elector.start()
         try:
             while not self.stop.is_set():
@@ -173,7 +232,8 @@ class Controller(Generic[M]):
                 elif self.work():
                     return
         except Exception as err:
-            self.error = err
+            if self.error is None:
+                self.error = err
             log.exception("%s: the control loop failed; stopping", self.name)
             raise
         finally:
@@ -239,3 +299,23 @@ class Controller(Generic[M]):
                 worker.join(timeout=0.5)
         finally:
             self.shutdown()
+
+
+def reference(kind: str, key: str, obj: Any) -> ObjectReference:
+    """The involvedObject of an Event about ``obj`` (the API's dict or a typed object)."""
+    if isinstance(obj, dict):
+        meta = obj.get("metadata") or {}
+        name, namespace = str(meta.get("name") or ""), meta.get("namespace")
+        uid, version = meta.get("uid"), meta.get("resourceVersion")
+        api_version = obj.get("apiVersion")
+    else:
+        meta = getattr(obj, "metadata", None)
+        name = getattr(meta, "name", "") or ""
+        namespace = getattr(meta, "namespace", None)
+        uid = getattr(meta, "uid", None)
+        version = getattr(meta, "resource_version", None)
+        api_version = getattr(obj, "api_version", None)
+    if not name:
+        namespace, _, name = key.rpartition("/")
+    return ObjectReference(kind=kind, name=name, namespace=namespace or None, uid=uid or None,
+                           apiVersion=api_version or None, resourceVersion=version or None)

@@ -4,10 +4,15 @@ Every controller gets its own ServiceAccount, a ClusterRole holding exactly the 
 calls (:data:`RBAC`, the one table of them), a Role for its leader-election Lease in the
 deployment namespace, a ConfigMap with its configuration file and a Deployment running the
 matching ``kubeberth`` command with probes on ``/healthz`` and ``/readyz`` and the metrics port
-exposed. Least privilege per controller is why they do not share one account: the descheduler
-can evict but not bind, the scheduler can bind but not evict through the eviction API, the spill
-controller can patch nodes and write nothing else. The spill controller's rights follow its
-configured signal source: nodes and pods are listed only when the signal comes from the API.
+exposed. The metrics port is plain HTTP on the pod's own address, so a NetworkPolicy per
+controller admits to it only pods in namespaces labelled :data:`SCRAPER_LABEL` (the monitoring
+namespace: ``kubectl label namespace monitoring kubeberth.io/scrape-metrics=true``) and nothing
+else reaches the pod; the kubelet's probes are not subject to NetworkPolicy. Least privilege
+per controller is why they do not share one account: the descheduler can evict but not bind,
+the scheduler can bind but not evict through the eviction API, the spill controller can patch
+nodes and write nothing else but Events. The spill controller's rights follow its configured
+signal source: nodes and pods are listed (and Events posted about those it cannot read) only
+when the signal comes from the API.
 
 The output is deterministic (same options, same bytes), so it can be diffed and kept in Git.
 """
@@ -104,11 +109,13 @@ RBAC: dict[str, list[Rule]] = {
 }
 
 # What the spill controller needs on top when its signal comes from the API (SpillConfig
-# controller.signal.source: cluster, the default): informer caches of nodes and pods. With
-# source prometheus it reads no pod and lists no node.
+# controller.signal.source: cluster, the default): informer caches of nodes and pods, and the
+# Warning Event on a node or pod it cannot read. With source prometheus it reads no pod, lists
+# no node and posts no Event.
 SPILL_API_SIGNAL: list[Rule] = [
     ("", "nodes", ("list", "watch")),
     ("", "pods", ("list", "watch")),
+    EVENTS,
 ]
 
 
@@ -139,6 +146,8 @@ def rbac_rows(controller: str, spill_source: str = "cluster",
 DEFAULT_NAMESPACE = "kubeberth-system"
 DEFAULT_IMAGE = f"kubeberth:{__version__}"
 CONFIG_DIR = "/etc/kubeberth"
+# Namespaces with this label (value "true") may scrape the controllers' metrics port.
+SCRAPER_LABEL = "kubeberth.io/scrape-metrics"
 
 DEFAULT_SCHEDULER_CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -277,6 +286,23 @@ def lease_rules(rows: list[Rule], lease: str) -> list[dict[str, Any]]:
     return rules
 
 
+def network_policy(controller: str, spec: ControllerSpec, namespace: str) -> dict[str, Any]:
+    """Ingress to the controller's pods: its metrics port, from labelled namespaces only (the
+    controllers serve nothing else; their egress to the API server is left open)."""
+    return {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": _meta(f"kubeberth-{controller}-metrics", controller, namespace),
+        "spec": {
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": "kubeberth",
+                                            "app.kubernetes.io/component": controller}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {SCRAPER_LABEL:
+                                                                         "true"}}}],
+                         "ports": [{"protocol": "TCP", "port": spec.metrics_port}]}],
+        },
+    }
+
+
 def _deployment(controller: str, spec: ControllerSpec, namespace: str, image: str,
                 config_text: str) -> dict[str, Any]:
     name = f"kubeberth-{controller}"
@@ -342,9 +368,9 @@ def controller_documents(controller: str, namespace: str, image: str,
                          spill_signal: str = "cluster",
                          config_maps: bool = False) -> list[dict[str, Any]]:
     """ServiceAccount, ClusterRole + binding, Lease Role + binding, ConfigMap (if the
-    controller reads a file) and Deployment for one controller; ``spill_signal`` is the spill
-    controller's signal source and ``config_maps`` whether the scheduler reads ConfigMaps
-    (their RBAC depends on them)."""
+    controller reads a file), Deployment and its metrics NetworkPolicy for one controller;
+    ``spill_signal`` is the spill controller's signal source and ``config_maps`` whether the
+    scheduler reads ConfigMaps (their RBAC depends on them)."""
     spec = CONTROLLERS[controller]
     rows = rbac_rows(controller, spill_signal, config_maps)
     name = f"kubeberth-{controller}"
@@ -378,6 +404,7 @@ def controller_documents(controller: str, namespace: str, image: str,
                      "metadata": _meta(f"{name}-config", controller, namespace),
                      "data": {spec.config_file: text}})
     docs.append(_deployment(controller, spec, namespace, image, text))
+    docs.append(network_policy(controller, spec, namespace))
     return docs
 
 

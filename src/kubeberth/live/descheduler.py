@@ -38,12 +38,13 @@ from prometheus_client import Counter, Histogram
 from prometheus_client.core import Metric
 
 from kubeberth.api.errors import InputError
+from kubeberth.api.objects import Pod, PriorityClass
 from kubeberth.config.manifests import Manifests
-from kubeberth.descheduling.framework import Eviction, PassResult, Snapshot
+from kubeberth.descheduling.framework import Eviction, PassResult, Snapshot, make_pod_view
 from kubeberth.descheduling.policy import DeschedulerPolicy
 from kubeberth.descheduling.registry import DeschedulerRegistry, build_descheduler
 from kubeberth.live.cache import TYPED_KINDS, Store, decode, document
-from kubeberth.live.controller import Controller
+from kubeberth.live.controller import INVALID_OBJECT, Controller
 from kubeberth.live.events import EventRecorder
 from kubeberth.live.leader import LeaderElector
 from kubeberth.live.metrics import ControllerMetrics
@@ -148,6 +149,7 @@ class LiveDescheduler(Controller[DeschedulerMetrics]):
     """Informer caches, one pass per interval, evictions through the API."""
 
     name = "descheduler"
+    component = COMPONENT
     max_wait = 0.5  # the loop wakes at least this often to check stop and leadership
 
     def __init__(self, policy: DeschedulerPolicy, client: Client, *, interval: float = 300.0,
@@ -204,8 +206,21 @@ class LiveDescheduler(Controller[DeschedulerMetrics]):
         objects = self.cache.snapshot()
         uids = {p.key: p.metadata.uid for p in objects["Pod"]}
         self._evicted = {k: u for k, u in self._evicted.items() if uids.get(k) == u}
-        objects["Pod"] = [p for p in objects["Pod"] if p.key not in self._evicted]
-        return self.descheduler.run_pass(snapshot_of(objects, self.wall()))
+        now = self.wall()
+        classes = {pc.metadata.name: pc for pc in objects["PriorityClass"]}
+        objects["Pod"] = [p for p in objects["Pod"]
+                          if p.key not in self._evicted and self._judgeable(p, classes, now)]
+        return self.descheduler.run_pass(snapshot_of(objects, now))
+
+    def _judgeable(self, pod: Pod, classes: dict[str, PriorityClass], now: float) -> bool:
+        """Whether the policy can read ``pod`` (its PriorityClass exists, its times parse); a
+        pod it cannot is refused and left out of the pass, never abandoning the pass."""
+        try:
+            make_pod_view(pod, now, classes)
+        except InputError as err:
+            self.refuse("Pod", pod.key, pod, err, INVALID_OBJECT)
+            return False
+        return True
 
     def run_once(self) -> list[Outcome]:
         started = time.perf_counter()

@@ -22,6 +22,8 @@ invisible to it. Its state is the pure-policy input; the answers are decisions o
 from __future__ import annotations
 
 import asyncio
+import hmac
+import ipaddress
 import socket
 import ssl
 import threading
@@ -277,13 +279,20 @@ def _remember(memory: dict[str, Any], key: str, value: Any) -> None:
 
 
 # ---- HTTP ------------------------------------------------------------------------------------
-def make_app(service: ExtenderService) -> web.Application:
-    """POST ``<any prefix>/<verb>`` for the four verbs; GET /healthz."""
+def make_app(service: ExtenderService, *, token: str | None = None) -> web.Application:
+    """POST ``<any prefix>/<verb>`` for the four verbs; GET /healthz. With ``token`` the
+    verbs answer 401 unless the request carries it as its bearer token (compared in constant
+    time); /healthz stays open for probes."""
+    bearer = f"Bearer {token}".encode() if token is not None else b""
 
     async def healthz(_request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
     async def dispatch(request: web.Request) -> web.Response:
+        given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+        if token is not None and not hmac.compare_digest(given, bearer):
+            return web.Response(status=401, text="Unauthorized: this extender needs its "
+                                "bearer token", headers={"WWW-Authenticate": "Bearer"})
         verb = request.path.rstrip("/").rsplit("/", 1)[-1]
         if verb not in VERBS:
             return web.Response(status=404, text=f"unknown verb {verb!r}; serving "
@@ -293,6 +302,8 @@ def make_app(service: ExtenderService) -> web.Application:
             answer = service.handle(verb, body)
         except (msgspec.DecodeError, BadRequest) as err:
             return web.Response(status=400, text=str(err))
+        except RecursionError:
+            return web.Response(status=400, text="the request body nests too deep")
         except InputError as err:
             return web.Response(status=422, text=str(err))
         return web.Response(body=msgspec.json.encode(answer), content_type="application/json")
@@ -301,6 +312,24 @@ def make_app(service: ExtenderService) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_post("/{path:.*}", dispatch)
     return app
+
+
+def exposure_warning(host: str, *, tls: bool, token: bool) -> str | None:
+    """What is unsafe about serving on ``host`` without TLS or a token (None: loopback, or
+    both set). A non-loopback extender without them lets anyone on the network read pods and
+    steer bindings."""
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if loopback or (tls and token):
+        return None
+    missing = [what for what, present in (("TLS (--tls-cert-file/--tls-private-key-file)",
+                                           tls), ("a bearer token (--token-file)", token))
+               if not present]
+    return (f"WARNING: serving the extender on {host}, reachable beyond this machine, "
+            f"without {' or '.join(missing)}: anyone who can reach the port can read the pods "
+            "and nodes sent to it and choose where pods bind")
 
 
 class ExtenderServer:

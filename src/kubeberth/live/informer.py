@@ -10,8 +10,14 @@ the shared-informer fan-out: each controller owns its informers.
 The API's JSON is decoded once, on the informer's thread, straight into what the controller
 reads: with a ``decode`` function (kubeberth's typed objects, validated as manifests are) or
 as the plain JSON dict. lightkube builds the requests and speaks HTTP; its models are skipped,
-since the controllers would only turn them back into dicts. An object ``decode`` refuses is
-logged, counted in :attr:`InformerStats.ignored` and left out.
+since the controllers would only turn them back into dicts.
+
+A poison object (one ``decode`` refuses, whatever it raises) never reaches the controller: it is
+counted in :attr:`InformerStats.ignored`, handed to ``refuse`` (the controller's log line and
+Warning Event) and left out of a list; a watch event that makes a known object poison is passed
+on as its deletion, so the view is what a fresh list would give. Any other failure on the
+informer's thread is a bug: it goes to ``on_fail`` and the thread ends (the controller stops
+and exits non-zero), never a silent dead informer with a stale cache.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ Obj = dict[str, Any]
 # What a controller reads of one object: a typed object, or the JSON dict without a decoder.
 Decode = Callable[[Obj], Any]
 Sink = Callable[[str, str, Any], None]
+# Told about a poison object: (kind, key, object, what decoding raised).
+Refuse = Callable[[str, str, Obj, Exception], None]
 Events = queue.Queue[tuple[str, str, Any]]
 
 
@@ -125,7 +133,9 @@ class Informer:
     def __init__(self, client: Client, kind: str, resource: type[Resource], sink: Sink, *,
                  stop: threading.Event, decode: Decode | None = None,
                  labels: dict[str, Any] | None = None, watch_timeout: int = 300,
-                 retry_delay: float = 0.2, absent_retry: float = 30.0) -> None:
+                 retry_delay: float = 0.2, absent_retry: float = 30.0,
+                 refuse: Refuse | None = None,
+                 on_fail: Callable[[BaseException], None] | None = None) -> None:
         self.http: GenericSyncClient = client._client  # requests built by lightkube, sent raw
         self.kind = kind
         self.resource = resource
@@ -138,6 +148,8 @@ class Informer:
         self.watch_timeout = watch_timeout
         self.retry_delay = retry_delay
         self.absent_retry = absent_retry
+        self.refuse = refuse or _log_refusal
+        self.on_fail = on_fail
         info = api_info(resource).resource
         # List items come without apiVersion and kind; the decoders want both.
         self._type = {"apiVersion": f"{info.group}/{info.version}" if info.group
@@ -152,6 +164,15 @@ class Informer:
         return self
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception as err:
+            self.error = err
+            log.exception("the %s informer failed", self.kind)
+            if self.on_fail is not None:
+                self.on_fail(err)
+
+    def _loop(self) -> None:
         while not self.stop.is_set():
             try:
                 version = self._list()
@@ -239,6 +260,9 @@ class Informer:
                 decoded = self._decoded(key, obj)
                 if decoded is not None:
                     self.sink(self.kind, event.type, (key, decoded))
+                elif event.type == "MODIFIED":
+                    # A poison version of an object: the controller forgets the previous one.
+                    self.sink(self.kind, "DELETED", (key, None))
 
     def _stream(self, version: str) -> Iterator[_Event]:
         resp = self._request({"resourceVersion": version or None,
@@ -255,14 +279,23 @@ class Informer:
             resp.close()
 
     def _decoded(self, key: str, obj: Obj) -> Any:
-        """What the controller reads of ``obj``; None (logged, counted) if it is refused."""
+        """What the controller reads of ``obj``; None (counted, refused) if it is poison."""
         if not (obj.get("apiVersion") and obj.get("kind")):
             obj = {**obj, **{k: obj.get(k) or v for k, v in self._type.items()}}
         if self.decode is None:
             return obj
         try:
             return self.decode(obj)
-        except InputError as err:
+        except Exception as err:  # poison: whatever the decoder raised, this object is unread
             self.stats.ignored += 1
-            log.warning("ignoring %s %s: %s", self.kind, key, err)
+            self.refuse(self.kind, key, obj, err)
             return None
+
+
+def describe(err: Exception) -> str:
+    """An error as one line: InputError's own words, else the exception's type and text."""
+    return str(err) if isinstance(err, InputError) else f"{type(err).__name__}: {err}"
+
+
+def _log_refusal(kind: str, key: str, _obj: Obj, err: Exception) -> None:
+    log.warning("ignoring %s %s: %s", kind, key, describe(err))

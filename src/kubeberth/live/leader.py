@@ -11,6 +11,7 @@ comparing the holder's timestamps with its own clock). A leader that cannot rene
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +24,8 @@ from lightkube import ApiError, Client
 from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
+
+log = logging.getLogger("kubeberth.leader")
 
 # msgspec builds a type's decoding tables on first use; several electors doing that at the
 # same moment (``kubeberth up`` runs four) crashed the process. Built here, at import, once.
@@ -59,6 +62,9 @@ class LeaderElector:
         self.timing = timing
         self.clock = clock
         self.on_lost = on_lost
+        # Told of an unexpected failure of the election thread (leadership is dropped first:
+        # a dead elector must never leave a candidate believing it leads).
+        self.on_fail: Callable[[BaseException], None] | None = None
         self.transitions = 0
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
@@ -78,6 +84,15 @@ class LeaderElector:
         return (lease.spec.holderIdentity or "") if lease.spec else ""
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception as err:
+            self.leading.clear()
+            log.exception("leader election failed")
+            if self.on_fail is not None:
+                self.on_fail(err)
+
+    def _loop(self) -> None:
         while not self.stop.is_set():
             ok = self._try_acquire_or_renew()
             now = self.clock()

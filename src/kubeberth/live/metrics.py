@@ -59,6 +59,10 @@ class ControllerMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self.refused = Counter("kubeberth_objects_refused", "Objects the controller skipped "
+                               "because it cannot read or judge them, by kind and reason "
+                               "(FailedToDecode, InvalidObject).", ["kind", "reason"],
+                               registry=self.registry)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

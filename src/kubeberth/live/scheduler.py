@@ -6,7 +6,9 @@ callables reach the API over HTTP through lightkube:
 - ``binder`` posts ``pods/<name>/binding``; a 409 (bound by someone else, being deleted) or a
   404 makes the binding cycle fail, so the framework forgets the assumed pod, and the
   controller reads the pod back and accounts it where the API says it is: a pod is never bound
-  twice, because only the API's answer counts. As upstream binds on a goroutine per pod, the
+  twice, because only the API's answer counts. An answer that leaves the outcome unknown (a
+  5xx, a dropped connection) is read back the same way, so a binding written but unanswered
+  is accounted before the next pod is placed. As upstream binds on a goroutine per pod, the
   round trip runs on a bounded pool of worker threads (``bind_workers``) while the control
   loop schedules the next pod; the answer comes back through the event queue and the loop ends
   the binding cycle (PostBind, or Unreserve + forget + requeue with backoff);
@@ -52,7 +54,7 @@ from kubeberth.api.times import parse_time_or_none
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.live.cache import TYPED_KINDS, decode, document
-from kubeberth.live.controller import Controller
+from kubeberth.live.controller import INVALID_OBJECT, Controller
 from kubeberth.live.events import EventRecorder
 from kubeberth.live.informer import SCHEDULER_RESOURCES, SYNC
 from kubeberth.live.leader import LeaderElector
@@ -75,6 +77,8 @@ TERMINAL = ("Succeeded", "Failed")
 BINDER = "LiveBinder"
 BOUND = "BindingResult"  # the event a binding worker queues for the control loop
 BIND_WORKERS = 16
+CONFLICT = "conflict"  # the API refused a binding (404/409)
+UNKNOWN = "unknown"  # no answer says whether a binding was written (5xx, dropped connection)
 
 
 @dataclass(slots=True, frozen=True)
@@ -92,6 +96,13 @@ def _epoch(stamp: str | None) -> float:
     GetPodStartTime has it."""
     when = parse_time_or_none(stamp)
     return time.time() if when is None else when
+
+
+def pod_group(obj: dict[str, Any]) -> dict[str, Any]:
+    """A PodGroup as the informer hands it on: the API's dict, once Coscheduling's loader has
+    read it alone (a bad one is refused by itself, never failing every group's reload)."""
+    load_scheduling_crds(Manifests(other=[document(obj)]))
+    return obj
 
 
 def reads_config_maps(sched: Scheduler) -> bool:
@@ -125,8 +136,10 @@ class LiveScheduler(Controller[SchedulerMetrics]):
                                nominate=self._nominate_api)
         for fw in self.sched.frameworks.values():
             self.metrics.instrument(fw)
+        self.component = config.profiles[0].scheduler_name if config.profiles else self.name
         for kind, res in self.resources().items():
-            self.watch(kind, res, decode=decode if kind in TYPED_KINDS else None)
+            self.watch(kind, res, decode=decode if kind in TYPED_KINDS else
+                       pod_group if kind == "PodGroup" else None)
         self.pods: dict[str, PodInfo] = {}
         self.pod_groups: dict[str, dict[str, Any]] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
@@ -134,7 +147,9 @@ class LiveScheduler(Controller[SchedulerMetrics]):
         self.conflicts = 0
         self._seq = 0
         self._first_seen: dict[str, float] = {}
-        self._conflicted: set[str] = set()
+        # Pods whose binding failed with an answer to check against the API (a 404/409, or a
+        # 5xx or dropped connection that leaves unknown whether the binding was written).
+        self._recheck: set[str] = set()
         self._next_flush = clock() + FLUSH_PERIOD
         self._lock = threading.Lock()
         # Bindings in flight on the worker pool, by pod key (0 workers: bind in the loop).
@@ -261,18 +276,19 @@ class LiveScheduler(Controller[SchedulerMetrics]):
 
     def _bind_on_worker(self, res: CycleResult) -> None:
         try:
-            st, conflicted = self._post_binding(res.pod, res.node or "")
-        except Exception as err:  # the loop must hear back about every binding
+            st, outcome = self._post_binding(res.pod, res.node or "")
+        except Exception as err:  # a bug, not an API answer: the controller stops
             log.exception("binding %s to %s", res.pod.key, res.node)
-            st, conflicted = Status(Code.ERROR, (f"binding failed: {err!r}",), BINDER), False
-        self.enqueue(BOUND, "", (res, st, conflicted))
+            st, outcome = Status(Code.ERROR, (f"binding failed: {err!r}",), BINDER), ""
+            self.abort(err)
+        self.enqueue(BOUND, "", (res, st, outcome))
 
-    def _binding_done(self, res: CycleResult, st: Status, conflicted: bool) -> None:
+    def _binding_done(self, res: CycleResult, st: Status, outcome: str) -> None:
         """A worker's answer, on the control loop: finish the binding cycle."""
         pi = res.pod
         if self.binding.get(pi.key) is res:
             del self.binding[pi.key]
-        if conflicted:
+        if outcome == CONFLICT:
             self.conflicts += 1
         st = self.sched.finish_binding(res, st)
         if self.pods.get(pi.key) is not pi:
@@ -280,8 +296,8 @@ class LiveScheduler(Controller[SchedulerMetrics]):
             # accounting is gone already and the queue, told of the deletion while the pod
             # was in flight, does not requeue it (upstream skips a pod gone or assigned).
             return
-        if conflicted:
-            self._conflicted.add(pi.key)
+        if outcome:
+            self._recheck.add(pi.key)
         self._bound(res, st)
 
     def _bound(self, res: CycleResult, st: Status) -> None:
@@ -293,12 +309,13 @@ class LiveScheduler(Controller[SchedulerMetrics]):
                 self.metrics.sli.labels(attempts=attempts).observe(self.clock() - started)
             return
         self.metrics.attempts.labels(result="error", profile=res.profile).inc()
-        if key in self._conflicted:
-            self._conflicted.discard(key)
+        if key in self._recheck:
+            self._recheck.discard(key)
             self._reconcile(res.pod)
 
     def _reconcile(self, pi: PodInfo) -> None:
-        """After a rejected binding, believe the API: read the pod and apply what it says."""
+        """After a rejected or unanswered binding, believe the API: read the pod and apply
+        what it says (bound, here or elsewhere, or still pending)."""
         try:
             obj = self.client.get(KPod, pi.name, namespace=pi.namespace)
         except ApiError as err:
@@ -307,10 +324,12 @@ class LiveScheduler(Controller[SchedulerMetrics]):
             return
         except httpx.HTTPError:
             return
+        raw = obj.to_dict()
         try:
-            pod = decode(obj.to_dict())
-        except InputError as err:
-            log.warning("ignoring Pod %s: %s", pi.key, err)
+            pod = decode(raw)
+        except Exception as err:  # poison, as the informer refuses it: the pod is unread
+            self.refuse("Pod", pi.key, raw, err)
+            self.apply_event("Pod", "DELETED", (pi.key, None))
             return
         self.apply_event("Pod", "MODIFIED", (pi.key, pod))
 
@@ -321,15 +340,18 @@ class LiveScheduler(Controller[SchedulerMetrics]):
             self.decisions.append(SchedulingDecision(pi.key, "bind", node, "dry-run"))
             log.info("dry-run: would bind %s to %s", pi.key, node)
             return SUCCESS
-        st, conflicted = self._post_binding(pi, node)
-        if conflicted:
+        st, outcome = self._post_binding(pi, node)
+        if outcome == CONFLICT:
             self.conflicts += 1
-            self._conflicted.add(pi.key)
+        if outcome:
+            self._recheck.add(pi.key)
         return st
 
-    def _post_binding(self, pi: PodInfo, node: str) -> tuple[Status, bool]:
-        """Post the binding; the status, and whether the API refused it (404/409). Safe on
-        a worker thread: it reads ``pi`` and only appends to ``decisions``."""
+    def _post_binding(self, pi: PodInfo, node: str) -> tuple[Status, str]:
+        """Post the binding; the status, and what to check after a failure: CONFLICT (the API
+        refused it: 404/409), UNKNOWN (a 5xx or a dropped connection: it may have been
+        written) or "". Safe on a worker thread: it reads ``pi`` and only appends to
+        ``decisions``."""
         binding = KPod.Binding(metadata=ObjectMeta(name=pi.name, namespace=pi.namespace),
                                target=ObjectReference(kind="Node", name=node))
         try:
@@ -338,22 +360,23 @@ class LiveScheduler(Controller[SchedulerMetrics]):
             with contextlib.suppress(msgspec.ValidationError):
                 self.client.create(binding, name=pi.name, namespace=pi.namespace)
         except ApiError as err:
-            conflicted = err.status.code in (404, 409)
-            if conflicted:
+            code = err.status.code or 0
+            outcome = CONFLICT if code in (404, 409) else UNKNOWN if code >= 500 else ""
+            if outcome == CONFLICT:
                 self.decisions.append(SchedulingDecision(pi.key, "conflict", node,
                                                err.status.message or ""))
                 log.info("binding %s to %s rejected: %s", pi.key, node, err.status.message)
             return Status(Code.ERROR, (f"binding rejected: {err.status.message}",),
-                          BINDER), conflicted
+                          BINDER), outcome
         except httpx.HTTPError as err:
-            return Status(Code.ERROR, (f"binding failed: {err}",), BINDER), False
+            return Status(Code.ERROR, (f"binding failed: {err}",), BINDER), UNKNOWN
         self.decisions.append(SchedulingDecision(pi.key, "bind", node))
         log.info("bound %s to %s", pi.key, node)
         if self.recorder is not None:
             self.recorder.pod_event(pi.pod.spec.scheduler_name, pi.namespace, pi.name,
                                     pi.pod.metadata.uid, "Normal", "Scheduled",
                                     f"Successfully assigned {pi.key} to {node}")
-        return SUCCESS, False
+        return SUCCESS, ""
 
     def _evict_api(self, victim: PodInfo, preemptor: PodInfo) -> None:
         node = self.snap.node_names[victim.node] if victim.node >= 0 else ""
@@ -401,13 +424,10 @@ class LiveScheduler(Controller[SchedulerMetrics]):
             self._binding_done(*data)
             return
         with self._lock:
-            try:
-                if type_ == SYNC:
-                    self._sync(kind, data)
-                else:
-                    self._event(kind, *data)
-            except InputError as err:
-                log.warning("ignoring %s: %s", kind, err)
+            if type_ == SYNC:
+                self._sync(kind, data)
+            else:
+                self._event(kind, *data)
 
     def _event(self, kind: str, key: str, obj: Any) -> None:
         """One object changed (``obj``, typed for the typed kinds) or was deleted (None)."""
@@ -415,13 +435,21 @@ class LiveScheduler(Controller[SchedulerMetrics]):
         if kind == "Pod":
             if deleted:
                 self._pod_gone(key)
-            else:
+                return
+            try:
                 self._pod(obj)
+            except InputError:
+                self._pod_gone(key)  # refused: as if absent, like an object the list leaves out
+                raise
         elif kind == "Node":
             if deleted:
                 self._node_gone(key)
-            else:
+                return
+            try:
                 self._node(obj)
+            except InputError:
+                self._node_gone(key)
+                raise
         elif kind == "PriorityClass":
             if deleted:
                 self.snap.priority_classes.pop(key, None)
@@ -476,7 +504,7 @@ class LiveScheduler(Controller[SchedulerMetrics]):
             try:
                 self._event(kind, key, obj)
             except InputError as err:
-                log.warning("ignoring %s: %s", kind, err)
+                self.refuse(kind, key, obj, err, INVALID_OBJECT)
         if kind == "PodDisruptionBudget":
             self.snap.pdbs = [self.pdbs[k] for k in sorted(self.pdbs)]
         if kind == "PodGroup":

@@ -37,8 +37,10 @@ from lightkube.resources.core_v1 import Pod as KPod
 from lightkube.types import PatchType
 from prometheus_client import Counter, Gauge
 
+from kubeberth.api.errors import InputError
 from kubeberth.live.cache import Store, decode
-from kubeberth.live.controller import Controller
+from kubeberth.live.controller import INVALID_OBJECT, Controller
+from kubeberth.live.events import EventRecorder
 from kubeberth.live.leader import LeaderElector
 from kubeberth.live.metrics import ControllerMetrics
 from kubeberth.live.prometheus import PrometheusSignal
@@ -100,9 +102,11 @@ class ApiSignal:
     """Free in-cluster GPUs computed from informer caches as the production query defines it:
     only Running pods count (a bound pod still starting does not), read by ClusterSignal."""
 
-    def __init__(self, cache: Store, broken: Callable[[], list[str]], cfg: SpillConfig) -> None:
+    def __init__(self, cache: Store, broken: Callable[[], list[str]], cfg: SpillConfig,
+                 refuse: Callable[[str, str, Any, Exception, str], None]) -> None:
         self.cache = cache
         self.broken = broken
+        self.refuse = refuse
         self.signal = ClusterSignal.for_config(cfg)
 
     def read(self, now: float) -> Reading:
@@ -113,15 +117,25 @@ class ApiSignal:
         objects = self.cache.snapshot()
         state = ClusterState()
         for node in objects["Node"]:
-            state.add_node(node)
+            try:
+                state.add_node(node)
+            except InputError as err:  # checked before anything is added
+                self.refuse("Node", node.metadata.name, node, err, INVALID_OBJECT)
         for pod in objects["Pod"]:
-            if pod.status.phase != "Running" or pod.spec.node_name not in state.node_index:
+            node_name = pod.spec.node_name
+            if pod.status.phase != "Running" or node_name not in state.node_index \
+                    or not state.present[state.node_index[node_name]]:
                 continue
             if pod.spec.priority is None:
                 # The signal ignores priority; a class the cache does not know must not stop it.
                 pod = msgspec.structs.replace(
                     pod, spec=msgspec.structs.replace(pod.spec, priority=0))
-            state.add_pod(make_pod_info(pod), state.node_index[pod.spec.node_name])
+            try:
+                info = make_pod_info(pod)
+            except InputError as err:
+                self.refuse("Pod", pod.key, pod, err, INVALID_OBJECT)
+                continue
+            state.add_pod(info, state.node_index[node_name])
         return self.signal.read(state, now)
 
 
@@ -129,14 +143,20 @@ class LiveSpillController(Controller[SpillMetrics]):
     """Reads the signal every interval, steps the policy, patches the VK node's taints."""
 
     name = "spill-controller"
+    component = "kubeberth-spill-controller"
     max_wait = 0.5
 
     def __init__(self, cfg: SpillConfig, client: Client, *, prometheus: str | None = None,
                  dry_run: bool = False, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time, watch_timeout: int = 300,
                  elector: LeaderElector | None = None) -> None:
+        sig = cfg.controller.signal
+        url = prometheus or (sig.url if sig.source == "prometheus" else "")
+        # Its only Events are the Warnings on the nodes and pods its informers cannot read:
+        # none with the Prometheus signal (no informers) or in a dry run (no writes).
         super().__init__(client, SpillMetrics(cfg.controller.threshold), clock=clock,
-                         elector=elector, watch_timeout=watch_timeout)
+                         elector=elector, watch_timeout=watch_timeout,
+                         recorder=EventRecorder(client) if not (dry_run or url) else None)
         self.cfg = cfg
         self.args = cfg.controller
         self.node_name = cfg.virtual_node.name
@@ -144,8 +164,6 @@ class LiveSpillController(Controller[SpillMetrics]):
         self.wall = wall
         self.ticks: list[Tick] = []
         self.flips: list[tuple[float, str]] = []
-        sig = self.args.signal
-        url = prometheus or (sig.url if sig.source == "prometheus" else "")
         self.cache = Store(API_RESOURCES)
         self.prometheus: PrometheusSignal | None = None
         if url:
@@ -153,7 +171,7 @@ class LiveSpillController(Controller[SpillMetrics]):
         else:
             for kind, res in API_RESOURCES.items():
                 self.watch(kind, res, decode=decode)
-            self.api_signal = ApiSignal(self.cache, self.broken, cfg)
+            self.api_signal = ApiSignal(self.cache, self.broken, cfg, self.refuse)
         self.state = ControllerState()
         self._next_tick: float | None = None
         self._last_good: float | None = None

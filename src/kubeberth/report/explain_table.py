@@ -16,6 +16,7 @@ from rich.table import Table
 from kubeberth.admission.checks import CheckRegistry
 from kubeberth.descheduling.registry import DeschedulerRegistry
 from kubeberth.scheduling.framework.handle import Handle
+from kubeberth.scheduling.framework.placement import POINT_KINDS
 from kubeberth.scheduling.framework.registry import Registry
 from kubeberth.scheduling.framework.runtime import EXTENSION_POINT_KINDS
 from kubeberth.state.cluster import ClusterState
@@ -58,6 +59,8 @@ def render_explain(console: Console, data: dict[str, Any]) -> None:
             row.append(str(entry["total"]) if entry["scored"] else "")
             t.add_row(*row)
         console.print(t)
+    for group in data.get("podGroups", []):
+        render_pod_group(console, group)
     if data.get("unmodelledPlugins"):
         console.print("not modelled (no effect): " + ", ".join(data["unmodelledPlugins"]))
     if data.get("volcano"):
@@ -80,6 +83,43 @@ def _render_volcano(console: Console, vc: dict[str, Any]) -> None:
     console.print(f"cluster utilisation: {util}", highlight=False)
 
 
+def render_pod_group(console: Console, group: dict[str, Any]) -> None:
+    """One pod-group cycle: its placements, their feasibility, scores and the choice."""
+    topology = f", topology {group['topologyKey']}" if group.get("topologyKey") else ""
+    console.print(f"[bold]pod group {group['podGroup']}[/] ({group['policy']}, minCount "
+                  f"{group['minCount']}{topology}): {group['result']}"
+                  + (f" → [green]{group['chosenPlacement'] or 'all nodes'}[/]"
+                     if group["result"] == "Scheduled" else ""), highlight=False)
+    if group.get("message"):
+        console.print(f"  {group['message']}", highlight=False)
+    score_plugins: list[str] = []
+    for placement in group["placements"]:
+        for name in placement["scores"]:
+            if name not in score_plugins:
+                score_plugins.append(name)
+    t = Table(show_header=True, header_style="bold")
+    t.add_column("placement")
+    t.add_column("nodes")
+    t.add_column("feasibility")
+    for name in score_plugins:
+        t.add_column(name, justify="right")
+    t.add_column("total", justify="right")
+    for placement in group["placements"]:
+        verdict = placement["feasibility"]
+        if placement.get("failedPod"):
+            verdict += f": {placement['failedPod']} ({placement['failedPlugin'] or '-'})"
+        row = [(placement["name"] or "all nodes") + (" ✓" if placement["chosen"] else ""),
+               ", ".join(placement["nodes"]), verdict]
+        for name in score_plugins:
+            s = placement["scores"].get(name)
+            row.append(f"{s['raw']} → {s['normalized']} ({s['weighted']})" if s else "")
+        row.append("" if placement["total"] is None else str(placement["total"]))
+        t.add_row(*row)
+    console.print(t)
+    for note in group.get("notes", []):
+        console.print(f"  note: {note}", highlight=False)
+
+
 def plugin_listing(scheduling: Registry, descheduling: DeschedulerRegistry,
                    checks: CheckRegistry) -> dict[str, list[dict[str, Any]]]:
     """Every family's registered plugins and what each implements (``kubeberth plugins``)."""
@@ -90,7 +130,8 @@ def plugin_listing(scheduling: Registry, descheduling: DeschedulerRegistry,
         assert factory is not None
         plugin = factory(None, handle)
         sched.append({"name": name, "extensionPoints": [
-            p for p, kind in EXTENSION_POINT_KINDS.items() if isinstance(plugin, kind)]})
+            p for p, kind in (*EXTENSION_POINT_KINDS.items(), *POINT_KINDS.items())
+            if isinstance(plugin, kind)]})
     return {
         "scheduling": sched,
         "descheduling": [{"name": name, "extensionPoints": list(spec.points)}

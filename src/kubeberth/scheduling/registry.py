@@ -39,6 +39,9 @@ MODULES = (
     "best_fit_score",
     "fgd_score",
     "network_capacity",
+    "gang_scheduling",
+    "topology_placement",
+    "pod_group_pods_count",
 )
 
 

@@ -15,13 +15,14 @@ pod → node; may fail), ``evictor`` (delete a preemption victim) and ``nominate
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kubeberth.api.errors import InputError
+from kubeberth.config.workload_api import NativeGroup
 from kubeberth.scheduling.config.types import SchedulerConfiguration
 from kubeberth.scheduling.framework.cycle_state import (
     PODS_TO_ACTIVATE_KEY,
@@ -47,6 +48,7 @@ from kubeberth.scheduling.framework.runtime import (
     num_feasible_nodes_to_find,
 )
 from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
+from kubeberth.scheduling.pod_group_cycle import GroupOutcome, PodGroupCycle
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 from kubeberth.state.jit import kernel
 
@@ -82,6 +84,8 @@ class CycleResult:
     # Only when extenders are configured: their verdicts, and which one bound the pod.
     extenders: ExtenderVerdicts | None = None
     bound_by: str = ""
+    # Set for the pods of a native PodGroup: the pod-group cycle they were decided in.
+    group: GroupOutcome | None = None
 
     @property
     def pod(self) -> PodInfo:
@@ -209,6 +213,9 @@ class Scheduler:
         self._waiting: dict[str, tuple[QueuedPodInfo, CycleState]] = {}
         # (percentage of nodes to score, node count) -> feasible nodes a cycle looks for.
         self._to_find: dict[tuple[int | None, int], int] = {}
+        # Native PodGroups: their cycle, and the results of a group cycle not yet handed out.
+        self.groups = PodGroupCycle(self)
+        self._group_results: deque[CycleResult] = deque()
 
     # ---- queue front door ------------------------------------------------------------------
     def responsible_for(self, pod: PodInfo) -> bool:
@@ -219,13 +226,42 @@ class Scheduler:
 
     def add(self, pod: PodInfo) -> None:
         self.queue.add(pod)
+        if self.snapshot.objects.native_group_name(pod):
+            self.groups.siblings_ready(pod)
 
     # ---- scheduling cycle ------------------------------------------------------------------
     def schedule_one(self, *, record: bool = False) -> CycleResult | None:
+        if self._group_results:
+            return self._group_results.popleft()
         qpi = self.queue.pop()
         if qpi is None:
             return None
+        group = self.snapshot.objects.native_group(qpi.info)
+        if group is not None:
+            return self._schedule_group(qpi, group)
         return self.schedule_pod(qpi, record=record)
+
+    # ---- pod-group cycle (scheduling/pod_group_cycle.py) --------------------------------------
+    def _schedule_group(self, qpi: QueuedPodInfo, group: NativeGroup) -> CycleResult:
+        """One cycle for the popped pod's whole group; its members' results are handed out
+        one per ``schedule_one`` call, the popped pod's first."""
+        fw = self.frameworks[qpi.info.pod.spec.scheduler_name]
+        out = self.groups.run(fw, qpi, group)
+        results = [CycleResult(m.qpi, fw.profile_name, m.outcome, node=m.node, status=m.status,
+                               message=m.message, state=m.state, group=out)
+                   for m in out.members]
+        self._group_results.extend(results[1:])
+        return results[0]
+
+    def schedule_within(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo,
+                        nodes: IntArray) -> CycleResult:
+        """Filter and score one pod of a group over a placement's nodes, without PostFilter
+        (a group's preemption is decided for the whole group)."""
+        return self._schedule(fw, state, qpi, False, within=nodes)
+
+    def register_waiting(self, qpi: QueuedPodInfo, state: CycleState) -> None:
+        """A group pod the pod-group cycle left waiting at Permit."""
+        self._waiting[qpi.info.key] = (qpi, state)
 
     def schedule_pod(self, qpi: QueuedPodInfo, *, record: bool = False) -> CycleResult:
         pod = qpi.info
@@ -268,10 +304,10 @@ class Scheduler:
         return result
 
     def _schedule(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo,
-                  record: bool) -> CycleResult:
+                  record: bool, within: IntArray | None = None) -> CycleResult:
         pod = qpi.info
         snap = self.snapshot
-        all_nodes = snap.node_ids()
+        all_nodes = snap.node_ids() if within is None else within
         num_all = len(all_nodes)
         result = CycleResult(qpi, fw.profile_name, "unschedulable", state=state)
         if num_all == 0:
@@ -288,7 +324,8 @@ class Scheduler:
                 result.status = st
                 result.message = st.message()
                 return result
-            return self._unschedulable(fw, state, pod, diag, result, num_all)
+            return self._unschedulable(fw, state, pod, diag, result, num_all,
+                                       post_filter=within is None)
         nodes = all_nodes
         if allowed is not None:
             # Few names (NodeName, matchFields on metadata.name): look them up, not every node.
@@ -361,7 +398,8 @@ class Scheduler:
             result.filters = out
         if len(feasible_pos) == 0:
             diag = self._diagnosis(out)
-            return self._unschedulable(fw, state, pod, diag, result, num_all)
+            return self._unschedulable(fw, state, pod, diag, result, num_all,
+                                       post_filter=within is None)
         # Positions are slots when the candidates are every slot in order (no gather needed).
         feasible = feasible_pos if snap.every_node(ordered) else ordered[feasible_pos]
         if self.extenders:
@@ -374,7 +412,8 @@ class Scheduler:
             result.feasible = len(feasible)
             if len(feasible) == 0:
                 diag = self._diagnosis(out)
-                return self._unschedulable(fw, state, pod, diag, result, num_all)
+                return self._unschedulable(fw, state, pod, diag, result, num_all,
+                                           post_filter=within is None)
         if len(feasible) == 1:
             # Upstream's schedulePod takes a lone feasible node without PreScore or Score (so a
             # device choice a score plugin would record is GpuDevices' deviceSelection's).
@@ -493,11 +532,13 @@ class Scheduler:
         )
 
     def _unschedulable(self, fw: Framework, state: CycleState, pod: PodInfo,
-                       diag: Diagnosis, result: CycleResult, num_all: int) -> CycleResult:
+                       diag: Diagnosis, result: CycleResult, num_all: int,
+                       *, post_filter: bool = True) -> CycleResult:
         result.outcome = "unschedulable"
         worst = int(diag.codes.max()) if diag.codes.size else int(Code.UNSCHEDULABLE)
         message = fit_error_message(diag, num_all)
-        post, st = fw.run_post_filter(state, pod, self.snapshot, diag)
+        post, st = fw.run_post_filter(state, pod, self.snapshot, diag) if post_filter \
+            else (None, SUCCESS)
         if post is not None and st.ok and post.nominated_node:
             result.victims = list(post.victims)
             result.nominated_node = post.nominated_node

@@ -37,6 +37,7 @@ from kubeberth.admission.checks import CheckRegistry
 from kubeberth.api.objects import Node, Pod, PodCondition, PodStatus
 from kubeberth.config.configmaps import load_config_maps
 from kubeberth.config.scheduling_crds import load_scheduling_crds
+from kubeberth.config.workload_api import load_workload_api
 from kubeberth.scheduling.config.types import SchedulerConfiguration
 from kubeberth.scheduling.framework.interface import ClusterEvent
 from kubeberth.scheduling.framework.registry import Registry
@@ -165,6 +166,7 @@ class Simulation:
             self.snapshot.namespaces[ns.metadata.name] = ns
         self.snapshot.pdbs = list(extras.pdbs)
         self.snapshot.objects.load(load_scheduling_crds(extras))
+        self.snapshot.objects.load_workload_api(load_workload_api(extras))
         for node in workload.nodes:
             self.snapshot.add_node(node)
         config_maps = load_config_maps(extras)

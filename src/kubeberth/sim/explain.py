@@ -20,13 +20,16 @@ from kubeberth.config.configmaps import initial_config_maps, load_config_maps
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.volcano import load_volcano
+from kubeberth.config.workload_api import load_workload_api
 from kubeberth.config.workloads import load_owners
 from kubeberth.scheduling.config.types import SchedulerConfiguration
 from kubeberth.scheduling.framework.extender import ExtenderVerdicts
 from kubeberth.scheduling.framework.registry import Registry
 from kubeberth.scheduling.framework.status import SUCCESS, Status
+from kubeberth.scheduling.pod_group_cycle import GroupOutcome
 from kubeberth.scheduling.scheduler import CycleResult, Scheduler
 from kubeberth.scheduling.volcano.conf import VolcanoConf, load_volcano_conf
+from kubeberth.sim.explain_groups import render_group
 from kubeberth.sim.volcano import explain_volcano
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 
@@ -43,6 +46,7 @@ def build_state(manifests: Manifests) -> tuple[ClusterState, list[PodInfo]]:
         snap.namespaces[ns.metadata.name] = ns
     snap.pdbs = list(manifests.pdbs)
     snap.objects.load(load_scheduling_crds(manifests))
+    snap.objects.load_workload_api(load_workload_api(manifests))
     for node in manifests.nodes:
         snap.add_node(node)
     for key, data in initial_config_maps(load_config_maps(manifests)).items():
@@ -147,6 +151,7 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
                                        "no profile"})
     pods: list[dict[str, Any]] = []
     by_key: dict[str, dict[str, Any]] = {}
+    groups: list[GroupOutcome] = []
     while True:
         res = sched.schedule_one(record=True)
         if res is None:
@@ -154,6 +159,11 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
         if sched.extenders and res.extenders is None:
             res.extenders = ExtenderVerdicts()  # the cycle ended before any extender ran
         entry = _render(res, snap)
+        if res.group is not None:
+            entry["podGroup"] = res.group.group.key
+            entry["nodes"] = {}  # decided by the group's placements: see "podGroups"
+            if all(g is not res.group for g in groups):
+                groups.append(res.group)
         pods.append(entry)
         by_key[res.pod.key] = entry
         if res.outcome == "assumed":
@@ -176,6 +186,8 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
                      "message": qpi.gating_plugin and f"blocked by {qpi.gating_plugin}"})
     unmodelled = sorted({n for fw in sched.frameworks.values() for n in fw.unmodelled})
     out: dict[str, Any] = {"pods": pods, "unmodelledPlugins": unmodelled}
+    if groups:
+        out["podGroups"] = [render_group(g) for g in groups]
     if by_volcano:
         vpods, out["volcano"] = explain_volcano(
             snap, by_volcano, volcano, volcano_conf or load_volcano_conf(None), registry,

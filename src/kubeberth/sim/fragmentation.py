@@ -46,6 +46,7 @@ import numpy as np
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Node
+from kubeberth.api.quantity import to_milli
 from kubeberth.api.resources import CPU, GPU
 from kubeberth.scheduling.config.types import PluginRef, PluginSet, Profile, SchedulerConfiguration
 from kubeberth.scheduling.framework.status import SUCCESS, Status
@@ -250,7 +251,7 @@ def run_one(spec: RunSpec) -> list[dict[str, Any]]:
     counts = target_workload_counts(pods)
     typical = typical_pod_types(counts, spec.popularity)
     target = TargetWorkload(typical)
-    capacity = 1000 * sum(int(n.status.allocatable.get(GPU, 0)) for n in nodes)
+    capacity = sum(to_milli(GPU, n.status.allocatable.get(GPU, 0)) for n in nodes)
     rng = np.random.default_rng(spec.seed)
     stream = inflate(pods, capacity, spec.tune, rng)
     snap = ClusterState()

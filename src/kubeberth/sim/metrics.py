@@ -118,13 +118,18 @@ class Metrics:
         used = total - int(gpus.free[devices].sum()) if gpus.width else 0
         if pooled.any():
             # A pool advertises nvidia.com/gpu and maybe the milli-GPU pool; a pod asks for
-            # either or both, so per node the larger of the two is what is taken.
+            # either or both, so per node the larger of the two is what is taken. Both are
+            # compared in milli-GPU: nvidia.com/gpu's milli-units are milli-GPU already, the
+            # pool's milli-units are a thousand per milli-GPU.
             rows = counted[pooled]
-            cols = np.array([c for c in (snap.resources.get(GPU), snap.resources.get(GPU_MILLI))
-                             if c is not None and c < len(alloc)], dtype=np.int64)
-            if len(cols):
-                total += int(snap.allocatable[np.ix_(rows, cols)].max(axis=1).sum())
-                used += int(snap.requested[np.ix_(rows, cols)].max(axis=1).sum())
+            pairs = [(c, per) for c, per in ((snap.resources.get(GPU), 1),
+                                             (snap.resources.get(GPU_MILLI), MILLI_PER_GPU))
+                     if c is not None and c < len(alloc)]
+            if pairs:
+                cols = np.array([c for c, _ in pairs], dtype=np.int64)
+                per = np.array([p for _, p in pairs], dtype=np.int64)
+                total += int((snap.allocatable[np.ix_(rows, cols)] // per).max(axis=1).sum())
+                used += int((snap.requested[np.ix_(rows, cols)] // per).max(axis=1).sum())
         return round(100.0 * used / total, 4) if total else 0.0
 
     def wait_percentiles(self) -> dict[str, float]:

@@ -31,6 +31,10 @@ structs. How openb rows become objects:
   the cluster is full. Pods keep file order; the resampled files are not sorted by arrival, so
   the event loop orders them.
 
+The numbers stay numbers: each count is checked against the state's int64 milli-units and put
+in the manifests as :class:`~kubeberth.api.quantity.Milli`, never written out as a quantity
+string to be parsed again.
+
 Rows are checked strictly and errors name the file, the 1-based line (the header is line 1),
 the column and the expected form. This module does not map ``qos`` to priority; GPU models and
 per-device placement are the GpuDevices plugin's (see docs/gpu.md).
@@ -43,7 +47,6 @@ import dataclasses
 import gc
 import gzip
 import io
-import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -54,6 +57,7 @@ from pathlib import Path
 from typing import IO, NamedTuple
 
 from kubeberth.api.errors import InputError
+from kubeberth.api.gpu import MILLI_PER_GPU
 from kubeberth.api.objects import (
     Container,
     Node,
@@ -64,6 +68,7 @@ from kubeberth.api.objects import (
     ResourceMap,
     ResourceRequirements,
 )
+from kubeberth.api.quantity import MAX_MILLI, Milli
 from kubeberth.api.resources import CPU, GPU, GPU_MILLI, MEMORY, PODS
 from kubeberth.config.manifests import MANIFEST_SUFFIXES, Manifests, load_manifests, pod_timing
 from kubeberth.config.workloads import Owner, load_owners
@@ -90,13 +95,19 @@ TraceSource = str | os.PathLike[str] | IO[str]
 Timing = Callable[[Pod], tuple[float, float | None]]
 
 _EXPECT_INT = "a non-negative whole number such as 4000"
-_EXPECT_SECONDS = "a non-negative number of seconds such as 427061 or 12.5"
+_EXPECT_SECONDS = ("a non-negative number of seconds such as 427061 or 12.5, below 1e15 "
+                   "(about 31 million years)")
+# Times past this lose sub-second precision as floats; nothing real is that late.
+_MAX_SECONDS = 1e15
+_MAX_TIME_CHARS = 64
 _EXPECT_GPU_MILLI = (
     "0 for a pod without GPUs, 1 to 999 for a share of one GPU, 1000 for whole GPUs"
 )
 _EXPECT_GPU_SPEC = "GPU types separated by '|', such as T4 or V100M16|V100M32, or empty for any"
 _DECIMAL = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)", re.ASCII)
 _GZIP_MAGIC = b"\x1f\x8b"
+_MILLI_PER_MIB = 2**20 * 1000
+_MAX_PODS = Milli(OPENB_MAX_PODS * 1000)
 
 
 class TracePod(NamedTuple):
@@ -205,21 +216,31 @@ def _rows(text: str, source: str, required: Sequence[str],
     return columns, data_rows()
 
 
-def _int(value: str, source: str, line: int, column: str) -> int:
+def _int(value: str, source: str, line: int, column: str, milli_per_unit: int = 1000) -> int:
+    """A count whose milli-units (``milli_per_unit`` per unit) fit the state's int64."""
     if value.isdigit() and value.isascii():
-        return int(value)
-    raise InputError(f"{value!r} is not a non-negative whole number", source=source, line=line,
-                     field=column, expected=_EXPECT_INT)
+        # Only short digit strings reach int(): its cost grows with the length.
+        if len(value) <= 19 or len(value.lstrip("0")) <= 19:
+            n = int(value)
+            if n * milli_per_unit <= MAX_MILLI:
+                return n
+        raise InputError(f"{_shown(value)} is out of range", source=source, line=line,
+                         field=column, expected=f"at most {MAX_MILLI // milli_per_unit}")
+    raise InputError(f"{_shown(value)} is not a non-negative whole number", source=source,
+                     line=line, field=column, expected=_EXPECT_INT)
+
+
+def _shown(value: str) -> str:
+    return repr(value) if len(value) <= 40 else repr(value[:32] + "…")
 
 
 def _seconds(value: str, source: str, line: int, column: str) -> float:
-    if value.isdigit() and value.isascii():
-        return float(value)
-    if _DECIMAL.fullmatch(value) is not None:
+    if len(value) <= _MAX_TIME_CHARS and (
+            (value.isdigit() and value.isascii()) or _DECIMAL.fullmatch(value) is not None):
         seconds = float(value)
-        if math.isfinite(seconds):
+        if seconds <= _MAX_SECONDS:
             return seconds
-    raise InputError(f"{value!r} is not a number of seconds", source=source, line=line,
+    raise InputError(f"{_shown(value)} is not a number of seconds", source=source, line=line,
                      field=column, expected=_EXPECT_SECONDS)
 
 
@@ -248,14 +269,15 @@ def _parse_nodes(text: str, source: str) -> list[Node]:
     seen: dict[str, int] = {}
     for line, row in rows:
         name = _unique_name(row[i_sn], "node", "sn", seen, source, line)
-        cpu = _int(row[i_cpu].strip(), source, line, "cpu_milli")
-        mem = _int(row[i_mem].strip(), source, line, "memory_mib")
-        gpus = _int(row[i_gpu].strip(), source, line, "gpu")
+        cpu = _int(row[i_cpu].strip(), source, line, "cpu_milli", 1)
+        mem = _int(row[i_mem].strip(), source, line, "memory_mib", _MILLI_PER_MIB)
+        gpus = _int(row[i_gpu].strip(), source, line, "gpu", 1000 * MILLI_PER_GPU)
         model = row[i_model].strip() if i_model is not None else ""
-        alloc: ResourceMap = {CPU: str(cpu) + "m", MEMORY: str(mem) + "Mi", PODS: OPENB_MAX_PODS}
+        alloc: ResourceMap = {CPU: Milli(cpu), MEMORY: Milli(mem * _MILLI_PER_MIB),
+                              PODS: _MAX_PODS}
         if gpus:
-            alloc[GPU] = gpus
-            alloc[GPU_MILLI] = 1000 * gpus
+            alloc[GPU] = Milli(1000 * gpus)
+            alloc[GPU_MILLI] = Milli(1000 * MILLI_PER_GPU * gpus)
         labels = {HOSTNAME_LABEL: name}
         if model:
             labels[GPU_MODEL_LABEL] = model
@@ -283,7 +305,7 @@ def _gpu_requests(num_gpu: int, gpu_milli: int, source: str, line: int) -> Resou
                              line=line, field="gpu_milli", expected=_EXPECT_GPU_MILLI)
         return {}
     if gpu_milli == 1000:
-        return {GPU: num_gpu, GPU_MILLI: 1000 * num_gpu}
+        return {GPU: Milli(1000 * num_gpu), GPU_MILLI: Milli(1000 * MILLI_PER_GPU * num_gpu)}
     if gpu_milli == 0 or gpu_milli > 1000:
         raise InputError(f"gpu_milli is {gpu_milli} with num_gpu {num_gpu}", source=source,
                          line=line, field="gpu_milli", expected=_EXPECT_GPU_MILLI)
@@ -293,7 +315,7 @@ def _gpu_requests(num_gpu: int, gpu_milli: int, source: str, line: int) -> Resou
             source=source, line=line, field="gpu_milli",
             expected="gpu_milli 1000 when num_gpu is above 1 (multi-GPU pods take whole GPUs)",
         )
-    return {GPU_MILLI: gpu_milli}
+    return {GPU_MILLI: Milli(1000 * gpu_milli)}
 
 
 def _timing(row: list[str], cols: tuple[int | None, int | None, int | None], index: int,
@@ -341,11 +363,11 @@ def _parse_pods(text: str, source: str) -> list[TracePod]:
     seen: dict[str, int] = {}
     for index, (line, row) in enumerate(rows):
         name = _unique_name(row[i_name], "pod", "name", seen, source, line)
-        cpu = _int(row[i_cpu].strip(), source, line, "cpu_milli")
-        mem = _int(row[i_mem].strip(), source, line, "memory_mib")
-        num_gpu = _int(row[i_num].strip(), source, line, "num_gpu")
+        cpu = _int(row[i_cpu].strip(), source, line, "cpu_milli", 1)
+        mem = _int(row[i_mem].strip(), source, line, "memory_mib", _MILLI_PER_MIB)
+        num_gpu = _int(row[i_num].strip(), source, line, "num_gpu", 1000 * MILLI_PER_GPU)
         gpu_milli = _int(row[i_milli].strip(), source, line, "gpu_milli")
-        requests: ResourceMap = {CPU: str(cpu) + "m", MEMORY: str(mem) + "Mi"}
+        requests: ResourceMap = {CPU: Milli(cpu), MEMORY: Milli(mem * _MILLI_PER_MIB)}
         gpu = _gpu_requests(num_gpu, gpu_milli, source, line)
         requests.update(gpu)
         annotations: dict[str, str] = {}
@@ -556,7 +578,7 @@ def _merge_extras(a: Manifests, b: Manifests) -> Manifests:
     return Manifests(
         priority_classes=a.priority_classes + b.priority_classes,
         namespaces=a.namespaces + b.namespaces, pdbs=a.pdbs + b.pdbs, other=a.other + b.other,
-        origins={**a.origins, **b.origins},
+        workload_api=a.workload_api + b.workload_api, origins={**a.origins, **b.origins},
     )
 
 

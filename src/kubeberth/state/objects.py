@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from kubeberth.api.scheduling_crds import POD_GROUP_LABEL, ElasticQuota, PodGroup, Queue
 from kubeberth.config.scheduling_crds import SchedulingCrds
+from kubeberth.config.workload_api import NativeGroup, WorkloadApi
 
 if TYPE_CHECKING:
     from kubeberth.state.cluster import PodInfo
@@ -35,6 +36,9 @@ class SchedulingObjects:
         self.queues: dict[str, Queue] = {}
         self.pods: dict[str, PodInfo] = {}
         self._members: dict[str, dict[str, PodInfo]] = {}
+        # Native (scheduling.k8s.io) PodGroups and their existing pods, by ``namespace/name``.
+        self.workload_api = WorkloadApi()
+        self._native_members: dict[str, dict[str, PodInfo]] = {}
         self.version = 0
 
     def load(self, crds: SchedulingCrds) -> None:
@@ -47,11 +51,18 @@ class SchedulingObjects:
             self.queues[q.metadata.name] = q
         self.version += 1
 
+    def load_workload_api(self, api: WorkloadApi) -> None:
+        self.workload_api = api
+        self.version += 1
+
     def pod_created(self, pi: PodInfo) -> None:
         self.pods[pi.key] = pi
         group = pod_group_key(pi)
         if group:
             self._members.setdefault(group, {})[pi.key] = pi
+        native = self.native_group_name(pi)
+        if native:
+            self._native_members.setdefault(native, {})[pi.key] = pi
         self.version += 1
 
     def pod_deleted(self, key: str) -> None:
@@ -61,11 +72,26 @@ class SchedulingObjects:
         group = pod_group_key(pi)
         if group:
             self._members.get(group, {}).pop(key, None)
+        native = self.native_group_name(pi)
+        if native:
+            self._native_members.get(native, {}).pop(key, None)
         self.version += 1
 
     def members(self, group: str) -> dict[str, PodInfo]:
         """The existing pods labelled with pod group ``namespace/name``."""
         return self._members.get(group, {})
+
+    def native_group_name(self, pi: PodInfo) -> str:
+        """``namespace/name`` of the native PodGroup the pod joins (it may not exist), or ``""``."""
+        return self.workload_api.group_name(pi.namespace, pi.pod.spec)
+
+    def native_group(self, pi: PodInfo) -> NativeGroup | None:
+        """The native PodGroup the pod joins, None when it joins none or the group is missing."""
+        return self.workload_api.group_for(pi.namespace, pi.pod.spec)
+
+    def native_members(self, group: str) -> dict[str, PodInfo]:
+        """The existing pods of native PodGroup ``namespace/name``, in creation order."""
+        return self._native_members.get(group, {})
 
 
 __all__ = ["SchedulingObjects", "pod_group_key"]

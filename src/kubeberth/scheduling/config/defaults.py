@@ -13,7 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubeberth.scheduling.config.types import EXTENSION_POINTS, MULTI_POINT, PluginRef, PluginSet
+from kubeberth.scheduling.config.types import (
+    EXTENSION_POINTS,
+    MULTI_POINT,
+    PLACEMENT_POINTS,
+    PluginRef,
+    PluginSet,
+)
 
 # (name, weight) in upstream order; weight 0 means "not set" (only score plugins carry one).
 DEFAULT_PLUGINS: list[tuple[str, int]] = [
@@ -36,10 +42,15 @@ DEFAULT_PLUGINS: list[tuple[str, int]] = [
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", 0),
+    # The native gang and topology-aware workload scheduling of Kubernetes 1.37 (KEP-4671,
+    # KEP-5732); they act only on pods that join a scheduling.k8s.io PodGroup (docs/gangs.md).
+    ("GangScheduling", 0),
+    ("TopologyPlacementGenerator", 0),
+    ("PodGroupPodsCount", 1),
 ]
 
 # Every key of a merged profile's ``plugins``: multiPoint first, then the extension points.
-PLUGIN_SET_KEYS = (MULTI_POINT, *EXTENSION_POINTS)
+PLUGIN_SET_KEYS = (MULTI_POINT, *EXTENSION_POINTS, *PLACEMENT_POINTS)
 
 
 def default_plugins() -> dict[str, PluginSet]:

@@ -70,9 +70,6 @@ _PROFILE_FIELDS = (
     "schedulerName", "percentageOfNodesToScore", "percentageOfPlacementsToScore", "plugins",
     "pluginConfig",
 )
-# Workload-placement extension points (alpha, TopologyAwareWorkloadScheduling): not modelled.
-_PLACEMENT_POINTS = ("placementGenerate", "placementScore", "placementFeasible",
-                     "podGroupPostFilter")
 _EXTENDER_FIELDS = (
     "urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "weight", "bindVerb",
     "enableHTTPS", "tlsConfig", "httpTimeout", "nodeCacheCapable", "managedResources",
@@ -206,6 +203,9 @@ class _Decoder(FieldReader):
         self.common_queue_sort(profiles)
         self.percentage(percentage, "percentageOfNodesToScore")
         self.percentage(placements, "percentageOfPlacementsToScore")
+        for profile in profiles:
+            if profile.percentage_of_placements_to_score is None:
+                profile.percentage_of_placements_to_score = placements
         if initial <= 0:
             raise self.fail(f"podInitialBackoffSeconds is {initial}", "podInitialBackoffSeconds",
                             "a number of seconds greater than 0")
@@ -221,6 +221,7 @@ class _Decoder(FieldReader):
         return SchedulerConfiguration(
             profiles=profiles,
             percentage_of_nodes_to_score=percentage,
+            percentage_of_placements_to_score=placements,
             pod_initial_backoff_seconds=float(initial),
             pod_max_backoff_seconds=float(maximum),
             parallelism=DEFAULT_PARALLELISM if parallelism is None else parallelism,
@@ -238,8 +239,8 @@ class _Decoder(FieldReader):
         path = f"profiles[{i}]"
         data = self.mapping(value, path, _PROFILE_FIELDS)
         name = data.get("schedulerName")
-        self.percentage(self.optional_int(data, "percentageOfPlacementsToScore", path),
-                        f"{path}.percentageOfPlacementsToScore")
+        placements = self.optional_int(data, "percentageOfPlacementsToScore", path)
+        self.percentage(placements, f"{path}.percentageOfPlacementsToScore")
         custom = None
         if data.get("plugins") is not None:
             custom = self.plugins(data["plugins"], f"{path}.plugins")
@@ -248,6 +249,7 @@ class _Decoder(FieldReader):
             plugins=merge_plugins(default_plugins(), custom),
             percentage_of_nodes_to_score=self.optional_int(data, "percentageOfNodesToScore",
                                                            path),
+            percentage_of_placements_to_score=placements,
             index=i,
         )
         for j, entry in enumerate(self.sequence(data.get("pluginConfig"), f"{path}.pluginConfig")):
@@ -255,12 +257,7 @@ class _Decoder(FieldReader):
         return profile
 
     def plugins(self, value: Any, path: str) -> dict[str, PluginSet]:
-        data = self.mapping(value, path, (*PLUGIN_SET_KEYS, *_PLACEMENT_POINTS))
-        for point in _PLACEMENT_POINTS:
-            if data.get(point):
-                raise self.fail(f"the {point} extension point is not modelled by kubeberth",
-                                child(path, point),
-                                "plugins only at " + ", ".join(PLUGIN_SET_KEYS))
+        data = self.mapping(value, path, PLUGIN_SET_KEYS)
         return {key: self.plugin_set(data[key], child(path, key))
                 for key in PLUGIN_SET_KEYS if data.get(key) is not None}
 

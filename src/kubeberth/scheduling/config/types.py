@@ -19,6 +19,9 @@ EXTENSION_POINTS = (
     "preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score",
     "reserve", "permit", "preBind", "bind", "postBind",
 )
+# The pod-group extension points (KEP-4671, KEP-5732), run by the pod-group cycle.
+PLACEMENT_POINTS = ("placementGenerate", "placementFeasible", "placementScore",
+                    "podGroupPostFilter")
 MULTI_POINT = "multiPoint"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
@@ -38,13 +41,16 @@ class PluginSet:
 @dataclass(slots=True)
 class Profile:
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
-    # Keyed by "multiPoint" and the names in EXTENSION_POINTS; already merged with the defaults.
+    # Keyed by "multiPoint" and the names in EXTENSION_POINTS and PLACEMENT_POINTS; already
+    # merged with the defaults.
     plugins: dict[str, PluginSet] = field(default_factory=dict)
     # Plugin name -> raw args mapping (apiVersion/kind keys removed).
     plugin_config: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Plugin name -> field path of its args ("profiles[0].pluginConfig[1].args"), for errors.
     plugin_config_path: dict[str, str] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
+    # The profile's percentageOfPlacementsToScore, else the configuration's (None: adaptive).
+    percentage_of_placements_to_score: int | None = None
     index: int = 0
 
 
@@ -86,6 +92,7 @@ def _no_location(_path: str) -> int | None:
 class SchedulerConfiguration:
     profiles: list[Profile] = field(default_factory=lambda: [Profile()])
     percentage_of_nodes_to_score: int | None = None
+    percentage_of_placements_to_score: int | None = None
     pod_initial_backoff_seconds: float = 1.0
     pod_max_backoff_seconds: float = 10.0
     parallelism: int = 16

@@ -29,6 +29,7 @@ import numpy as np
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Pod
+from kubeberth.api.quantity import enc_hook
 from kubeberth.scheduling.config.types import Extender, ExtenderTLS
 from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE
 from kubeberth.scheduling.framework.runtime import FilterOutcome
@@ -241,7 +242,7 @@ class HTTPExtender:
     def _send(self, verb: str, args: Any) -> Any:
         url = self._base + verb
         try:
-            resp = self._client.post(url, content=msgspec.json.encode(args),
+            resp = self._client.post(url, content=msgspec.json.encode(args, enc_hook=enc_hook),
                                      headers={"Content-Type": "application/json"},
                                      extensions=self._extensions)
         except httpx.HTTPError as err:

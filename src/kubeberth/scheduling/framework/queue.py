@@ -206,6 +206,21 @@ class SchedulingQueue:
         self._cycle += 1
         return qpi
 
+    def take(self, key: str) -> QueuedPodInfo | None:
+        """Pop a queued pod wherever it waits (activeQ, backoff, unschedulable or gated), as
+        the pod-group cycle takes a popped pod's siblings with it: the group is one entry."""
+        rec = self._queued.pop(key, None)
+        if rec is None:
+            return None
+        self._leave(rec)
+        self._in_flight[key] = rec
+        qpi = rec.qpi
+        qpi.attempts += 1
+        qpi.unschedulable_plugins.clear()
+        qpi.pending_plugins.clear()
+        qpi.gated = False
+        return qpi
+
     def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo,
                                          pod_scheduling_cycle: int) -> bool:
         """Requeue a pod whose attempt failed. It goes to the backoff queue (activeQ once its

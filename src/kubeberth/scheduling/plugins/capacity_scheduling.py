@@ -41,11 +41,12 @@ from kubeberth.scheduling.framework.runtime import Framework
 from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
 from kubeberth.scheduling.plugins.default_preemption import (
     CompiledPDB,
-    _filter_with_nominated,
     dry_run_candidates,
     filter_pods_with_pdb_violation,
+    filter_with_nominated,
     fit_error_message,
     nominate,
+    preemption_nodes,
     preemption_policy,
 )
 from kubeberth.scheduling.plugins.helper import UpdateWithPod, is_scalar_resource, reject_args
@@ -288,16 +289,11 @@ class CapacityScheduling(PreFilterPlugin, UpdateWithPod, PostFilterPlugin, Reser
     # ---- PostFilter: preemption ------------------------------------------------------------
     def post_filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                     diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status]:
-        eligible, why = self._eligible(state, pod, snap, diagnosis)
-        if not eligible:
-            return None, Status(Code.UNSCHEDULABLE, (why,))
-        fw = self.handle.frameworks.get(pod.pod.spec.scheduler_name)
-        if fw is None:
-            return None, Status(Code.ERROR, (f"no profile named {pod.pod.spec.scheduler_name!r}",))
-        all_nodes = snap.node_ids()
-        codes = diagnosis.codes
-        ids = all_nodes[all_nodes < len(codes)]
-        potential = ids[codes[ids] == Code.UNSCHEDULABLE]
+        nodes = preemption_nodes(self.handle, pod, snap, diagnosis,
+                                 self._eligible(state, pod, snap, diagnosis))
+        if isinstance(nodes, Status):
+            return None, nodes
+        fw, all_nodes, potential = nodes
         candidates, statuses = dry_run_candidates(
             fw, state, pod, snap, potential, 0, len(potential), select=self._select_victims)
         if not candidates:
@@ -404,7 +400,7 @@ class CapacityScheduling(PreFilterPlugin, UpdateWithPod, PostFilterPlugin, Reser
                 return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (
                     f"No victims found on node {snap.node_names[node]} for preemptor pod "
                     f"{pod.name}",))
-            st = _filter_with_nominated(fw, state, pod, snap, node, nominator)
+            st = filter_with_nominated(fw, state, pod, snap, node, nominator)
             if not st.ok:
                 return [], 0, st
             if own is not None and (own.used_over_max_with(pre.pod_request)
@@ -419,7 +415,7 @@ class CapacityScheduling(PreFilterPlugin, UpdateWithPod, PostFilterPlugin, Reser
                     st = add(pi)
                     if not st.ok:
                         return [], 0, _as_error(st)
-                    fits = _filter_with_nominated(fw, state, pod, snap, node, nominator).ok
+                    fits = filter_with_nominated(fw, state, pod, snap, node, nominator).ok
                     if not fits:
                         st = remove(pi)
                         if not st.ok:

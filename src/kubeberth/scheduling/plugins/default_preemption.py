@@ -161,7 +161,26 @@ def _as_error(st: Status) -> Status:
     return Status(Code.ERROR, st.reasons, st.plugin)
 
 
-def _filter_with_nominated(fw: Framework, state: CycleState, pod: PodInfo, snap: ClusterState,
+def preemption_nodes(handle: Handle, pod: PodInfo, snap: ClusterState, diagnosis: Diagnosis,
+                     eligible: tuple[bool, str]) -> tuple[Framework, IntArray, IntArray] | Status:
+    """Upstream ``Evaluator.Preempt``'s set-up, shared by every preemption PostFilter: given
+    the plugin's own ``PodEligibleToPreemptOthers`` verdict, the pod's profile, every node, and
+    the nodes whose Filter failure preemption may resolve (Unschedulable, not
+    UnschedulableAndUnresolvable); a status when the pod may not preempt or there are no nodes."""
+    if not eligible[0]:
+        return Status(Code.UNSCHEDULABLE, (eligible[1],))
+    fw = handle.frameworks.get(pod.pod.spec.scheduler_name)
+    if fw is None:
+        return Status(Code.ERROR, (f"no profile named {pod.pod.spec.scheduler_name!r}",))
+    all_nodes = snap.node_ids()
+    if all_nodes.size == 0:
+        return Status(Code.ERROR, ("no nodes available",))
+    codes = diagnosis.codes
+    ids = all_nodes[all_nodes < len(codes)]
+    return fw, all_nodes, ids[codes[ids] == Code.UNSCHEDULABLE]
+
+
+def filter_with_nominated(fw: Framework, state: CycleState, pod: PodInfo, snap: ClusterState,
                            node: int, nominator: Nominator) -> Status:
     """Upstream ``RunFilterPluginsWithNominatedPods``: the pod must fit both with the pods of
     equal or higher priority nominated to the node counted as running and without them."""
@@ -199,7 +218,7 @@ def select_victims_on_node(fw: Framework, state: CycleState, pod: PodInfo, snap:
             st = fw.run_pre_filter_extension_remove_pod(state, pod, pi, node, snap)
             if not st.ok:
                 return [], 0, _as_error(st)
-        st = _filter_with_nominated(fw, state, pod, snap, node, nominator)
+        st = filter_with_nominated(fw, state, pod, snap, node, nominator)
         if not st.ok:
             return [], 0, st
         potential.sort(key=_importance)
@@ -213,7 +232,7 @@ def select_victims_on_node(fw: Framework, state: CycleState, pod: PodInfo, snap:
                 st = fw.run_pre_filter_extension_add_pod(state, pod, pi, node, snap)
                 if not st.ok:
                     return [], 0, _as_error(st)
-                if _filter_with_nominated(fw, state, pod, snap, node, nominator).ok:
+                if filter_with_nominated(fw, state, pod, snap, node, nominator).ok:
                     continue
                 snap.remove_pod(pi)
                 off_node[pi.key] = pi
@@ -472,19 +491,11 @@ class DefaultPreemption(PostFilterPlugin):
 
     def _preempt(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                  diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status]:
-        nominator = self.handle.nominator
-        eligible, why = pod_eligible_to_preempt_others(pod, snap, diagnosis, nominator)
-        if not eligible:
-            return None, Status(Code.UNSCHEDULABLE, (why,))
-        fw = self.handle.frameworks.get(pod.pod.spec.scheduler_name)
-        if fw is None:
-            return None, Status(Code.ERROR, (f"no profile named {pod.pod.spec.scheduler_name!r}",))
-        all_nodes = snap.node_ids()
-        if all_nodes.size == 0:
-            return None, Status(Code.ERROR, ("no nodes available",))
-        codes = diagnosis.codes
-        ids = all_nodes[all_nodes < len(codes)]
-        potential = ids[codes[ids] == Code.UNSCHEDULABLE]
+        nodes = preemption_nodes(self.handle, pod, snap, diagnosis, pod_eligible_to_preempt_others(
+            pod, snap, diagnosis, self.handle.nominator))
+        if isinstance(nodes, Status):
+            return None, nodes
+        fw, all_nodes, potential = nodes
         candidates: list[Candidate] = []
         statuses: dict[int, Status] = {}
         if potential.size:

@@ -37,6 +37,11 @@ from kubeberth.scheduling.framework.interface import (
     PreScorePlugin,
     ScorePlugin,
 )
+from kubeberth.scheduling.framework.placement import (
+    PlacementScorePlugin,
+    PodGroupAssignments,
+    PodGroupInfo,
+)
 from kubeberth.scheduling.framework.status import SUCCESS, FilterResult, Status
 from kubeberth.scheduling.plugins import resource_kernels as kernels
 from kubeberth.scheduling.plugins.helper import (
@@ -252,7 +257,7 @@ _NO_SHAPE = np.zeros((2, 1), dtype=np.int64)
 
 
 class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin,
-                       EnqueueExtensions):
+                       PlacementScorePlugin, EnqueueExtensions):
     name = NAME
     # Least/MostAllocated shares and the validated shape (0..10 × 10) lie in 0..100.
     scores_in_range = True
@@ -375,6 +380,38 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         kernels.share_scores(snap.allocatable_units, snap.requested_units, snap.non_zero_units,
                              nodes, plan, self._strategy, self._shape, scores)
         return scores
+
+    # ---- placement score (pod-group cycle) ----
+    def score_placement(self, state: CycleState, group: PodGroupInfo,
+                        assignments: PodGroupAssignments,
+                        snap: ClusterState) -> tuple[int, Status]:
+        """How full the whole placement would be with the group's proposed pods on it:
+        MostAllocated over the sums of the placement nodes' allocatable and non-zero requests
+        (whatever the configured strategy), with the scoring strategy's resources and weights,
+        as upstream's placement bin packing does."""
+        resources = self._resources
+        wanted = [0] * len(resources)
+        for pod, _node in assignments.proposed:
+            for i, v in enumerate(pod_score_requests(pod, resources, use_requested=False)):
+                wanted[i] += v
+        nodes = assignments.placement.nodes
+        width = snap.allocatable_units.shape[1]
+        total = weights = 0
+        for res, want in zip(resources, wanted, strict=True):
+            name = res.name
+            scalar = is_scalar_resource(name)
+            c = snap.resources.get(name)
+            if (scalar and want == 0) or (not scalar and name not in _FIXED_ORDER) \
+                    or c is None or c >= width:
+                continue
+            allocatable = int(snap.allocatable_units[nodes, c].sum())
+            if allocatable == 0:
+                continue
+            used = snap.non_zero_units if name in (CPU, MEMORY) else snap.requested_units
+            requested = min(want + int(used[nodes, c].sum()), allocatable)
+            total += requested * MAX_NODE_SCORE // allocatable * res.weight
+            weights += res.weight
+        return (total // weights if weights else 0), SUCCESS
 
     def events_to_register(self) -> list[ClusterEvent]:
         """A deleted or scaled-down pod frees resources; a new node or a larger allocatable
