@@ -190,17 +190,23 @@ def explain(
     output: Annotated[OutputFormat, typer.Option("--output", "-o")] = OutputFormat.table,
     seed: SeedOpt = 0,
     plugin: PluginOpt = None,
+    volcano_config: Annotated[Path | None, typer.Option(
+        "--volcano-config", help="volcano-scheduler.conf (or a ConfigMap holding it) for pods "
+                                 "whose schedulerName is volcano (default: Volcano's).")] = None,
 ) -> None:
-    """Attempt each pending pod in queue order and show every Filter verdict and Score."""
+    """Attempt each pending pod in queue order and show every Filter verdict and Score; pods
+    of schedulerName volcano go through Volcano sessions (docs/volcano.md)."""
+    from kubeberth.scheduling.volcano.conf import load_volcano_conf
     from kubeberth.sim.explain import explain as run_explain
 
     cfg: SchedulerConfiguration | None = None
     with user_errors():
         cfg = load_scheduler_config(config)
+        vconf = load_volcano_conf(volcano_config)
         manifests = load_manifests(filename)
     with user_errors(cfg):
         registry = scheduling_registry(plugin)
-        data = run_explain(manifests, cfg, registry, seed=seed)
+        data = run_explain(manifests, cfg, registry, seed=seed, volcano_conf=vconf)
     if output != OutputFormat.table:
         print_data(data, output)
     else:

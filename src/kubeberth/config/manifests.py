@@ -48,6 +48,7 @@ PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 _PERCENT = re.compile(r"[0-9]+%")
 
 _CORE = ("v1",)
+VOLCANO_JOB_API = "batch.volcano.sh/v1alpha1"
 _KUEUE = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
 _SIG_SCHEDULING = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
 # kind -> accepted apiVersions. The first five are decoded here; the rest are kept raw.
@@ -61,7 +62,7 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "Deployment": ("apps/v1",),
     "ReplicaSet": ("apps/v1",),
     "StatefulSet": ("apps/v1",),
-    "Job": ("batch/v1",),
+    "Job": ("batch/v1", VOLCANO_JOB_API),
     "PodGroup": (*_SIG_SCHEDULING, "scheduling.volcano.sh/v1beta1", "scheduling.k8s.io/v1alpha2"),
     "ElasticQuota": _SIG_SCHEDULING,
     "Queue": ("scheduling.volcano.sh/v1beta1",),
@@ -105,12 +106,21 @@ class Manifests:
     origins: dict[tuple[str, str, str], Document] = field(default_factory=dict)
 
     def of_kind(self, *kinds: str) -> list[Document]:
-        """The raw documents of the given kinds, in input order."""
-        return [doc for doc in self.other if doc.kind in kinds]
+        """The raw documents of the given kinds, in input order. ``Job`` means batch/v1: a
+        Volcano Job shares the kind name but is another object (:meth:`volcano_jobs`)."""
+        return [doc for doc in self.other if doc.kind in kinds and not _is_vcjob(doc)]
+
+    def volcano_jobs(self) -> list[Document]:
+        """The raw ``batch.volcano.sh/v1alpha1`` Jobs, in input order."""
+        return [doc for doc in self.other if _is_vcjob(doc)]
 
     def origin(self, kind: str, name: str, namespace: str = "") -> Document | None:
         """Where an object was defined (namespace empty for cluster-scoped kinds)."""
         return self.origins.get((kind, namespace, name))
+
+
+def _is_vcjob(doc: Document) -> bool:
+    return doc.kind == "Job" and doc.data.get("apiVersion") == VOLCANO_JOB_API
 
 
 def manifest_files(paths: str | Path | Iterable[str | Path]) -> list[str]:

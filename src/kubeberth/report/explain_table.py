@@ -63,6 +63,24 @@ def render_explain(console: Console, data: dict[str, Any]) -> None:
         render_pod_group(console, group)
     if data.get("unmodelledPlugins"):
         console.print("not modelled (no effect): " + ", ".join(data["unmodelledPlugins"]))
+    if data.get("volcano"):
+        _render_volcano(console, data["volcano"])
+
+
+def _render_volcano(console: Console, vc: dict[str, Any]) -> None:
+    """The Volcano sessions' outcome: PodGroups with their tasks and shares, and utilisation."""
+    console.print(f"[bold]Volcano[/]: {vc['sessions']} session(s) every {vc['schedulePeriod']}, "
+                  f"actions {', '.join(vc['actions'])}")
+    t = Table(show_header=True, header_style="bold")
+    for col in ("podgroup", "queue", "phase", "tasks", "allocated", "dominant share"):
+        t.add_column(col)
+    for name, g in vc["podGroups"].items():
+        alloc = ", ".join(f"{k} {v:g}" for k, v in g["allocated"].items())
+        t.add_row(name, g["queue"], g["phase"], str(g["tasks"]), alloc,
+                  f"{g['dominantShare']:.0%}")
+    console.print(t)
+    util = ", ".join(f"{k} {v:.0%}" for k, v in vc["cluster"]["utilisation"].items())
+    console.print(f"cluster utilisation: {util}", highlight=False)
 
 
 def render_pod_group(console: Console, group: dict[str, Any]) -> None:

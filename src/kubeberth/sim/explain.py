@@ -15,10 +15,12 @@ from typing import Any
 from kubeberth.admission.model import QUEUE_LABEL
 from kubeberth.api.objects import Pod
 from kubeberth.api.times import parse_time
+from kubeberth.api.volcano import VOLCANO_SCHEDULER_NAME
 from kubeberth.config.configmaps import initial_config_maps, load_config_maps
 from kubeberth.config.dra import load_dra
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
+from kubeberth.config.volcano import load_volcano
 from kubeberth.config.workload_api import load_workload_api
 from kubeberth.config.workloads import load_owners
 from kubeberth.scheduling.config.types import SchedulerConfiguration
@@ -27,7 +29,9 @@ from kubeberth.scheduling.framework.registry import Registry
 from kubeberth.scheduling.framework.status import SUCCESS, Status
 from kubeberth.scheduling.pod_group_cycle import GroupOutcome
 from kubeberth.scheduling.scheduler import CycleResult, Scheduler
+from kubeberth.scheduling.volcano.conf import VolcanoConf, load_volcano_conf
 from kubeberth.sim.explain_groups import render_group
+from kubeberth.sim.volcano import explain_volcano
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 from kubeberth.state.dra import show_quantity
 
@@ -118,8 +122,14 @@ def owner_pods(manifests: Manifests) -> list[Pod]:
 
 
 def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Registry,
-            *, seed: int = 0) -> dict[str, Any]:
+            *, seed: int = 0, volcano_conf: VolcanoConf | None = None) -> dict[str, Any]:
     snap, pending = build_state(manifests)
+    volcano = load_volcano(manifests, snap.priority_classes)
+    first = max((pi.seq for pi in snap.objects.pods.values()), default=-1) + 1
+    for seq, pod in enumerate(volcano.job_pods, start=first):
+        pi = make_pod_info(pod, snap.priority_classes, seq=seq)
+        snap.objects.pod_created(pi)
+        pending.append(pi)
 
     def evict(victim: PodInfo, _preemptor: PodInfo) -> None:
         snap.remove_pod(victim)
@@ -132,9 +142,12 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
     sched = Scheduler(config, registry, snap, clock=lambda: 0.0, seed=seed,
                       binder=bind, evictor=evict)
     skipped: list[dict[str, Any]] = []
+    by_volcano: list[PodInfo] = []
     for pi in pending:
         if sched.responsible_for(pi):
             sched.add(pi)
+        elif pi.pod.spec.scheduler_name == VOLCANO_SCHEDULER_NAME:
+            by_volcano.append(pi)
         else:
             skipped.append({"pod": pi.key, "result": "NotOurs", "selectedNode": None,
                             "nominatedNode": None, "victims": [], "nodes": {},
@@ -180,9 +193,15 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
             gated["resourceClaims"] = _claims(qpi.info, False, snap)
         pods.append(gated)
     unmodelled = sorted({n for fw in sched.frameworks.values() for n in fw.unmodelled})
-    out: dict[str, Any] = {"pods": pods + skipped, "unmodelledPlugins": unmodelled}
+    out: dict[str, Any] = {"pods": pods, "unmodelledPlugins": unmodelled}
     if groups:
         out["podGroups"] = [render_group(g) for g in groups]
+    if by_volcano:
+        vpods, out["volcano"] = explain_volcano(
+            snap, by_volcano, volcano, volcano_conf or load_volcano_conf(None), registry,
+            seed=seed)
+        pods.extend(vpods)
+    pods.extend(skipped)
     return out
 
 

@@ -531,6 +531,10 @@ def _load_role(paths: Sequence[str | os.PathLike[str]], cluster: bool) -> _Role:
                     role.pods.extend(_parse_pods(text, source))
     if manifest_paths:
         m = load_manifests(manifest_paths)
+        for vcjob in m.volcano_jobs():
+            raise vcjob.error("Volcano Jobs are not simulated yet", field="apiVersion",
+                            expected="batch/v1 Jobs here; run Volcano Jobs through kubeberth "
+                                     "explain (docs/volcano.md)")
         if m.nodes and not cluster:
             node = m.nodes[0]
             doc = m.origin("Node", node.metadata.name)
