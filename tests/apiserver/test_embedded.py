@@ -53,9 +53,12 @@ metadata: {name: g, namespace: team}
 spec: {schedulingPolicy: {basic: {}}}
 """)
     srv = EmbeddedServer(manifests=load_manifests(path))
-    # Native PodGroups are not served yet (docs/gangs.md): said, not dropped.
-    assert srv.skipped == ["KubeSchedulerConfiguration", "PodGroup"]
+    # Configuration kinds are said, not dropped; native PodGroups are stored and served.
+    assert srv.skipped == ["KubeSchedulerConfiguration"]
     api = srv.api
+    native = api.registry.by_kind("scheduling.k8s.io/v1alpha2", "PodGroup")
+    assert native is not None and api.get(native, "team", "g")["spec"] == {
+        "schedulingPolicy": {"basic": {}}}
     pod = api.get(api.pods, "team", "p")
     assert pod["spec"]["priority"] == 7
     assert api.store.get(api.namespaces, "", "other") is not None

@@ -10,6 +10,7 @@ with a storage version); the server does not convert between them, it only rewri
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,7 +96,31 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(_KUEUE, ("v1beta2", "v1beta1", "v1alpha1"), "cohorts", "Cohort", False, (),
                  ("status",)),
     ResourceType(_KUEUE, ("v1beta2", "v1alpha1"), "topologies", "Topology", False),
+    # Stored and served as written: Volcano Jobs, Dynamic Resource Allocation and the native
+    # Workload/PodGroup API (no controller of this server acts on them; docs/apiserver.md).
+    ResourceType("batch.volcano.sh", ("v1alpha1",), "jobs", "Job", True, ("vcjob", "vj"),
+                 ("status",)),
+    ResourceType("resource.k8s.io", ("v1",), "deviceclasses", "DeviceClass", False),
+    ResourceType("resource.k8s.io", ("v1",), "resourceslices", "ResourceSlice", False),
+    ResourceType("resource.k8s.io", ("v1",), "resourceclaims", "ResourceClaim", True, (),
+                 ("status",)),
+    ResourceType("resource.k8s.io", ("v1",), "resourceclaimtemplates", "ResourceClaimTemplate",
+                 True),
+    ResourceType("scheduling.k8s.io", ("v1alpha2", "v1alpha1"), "workloads", "Workload", True,
+                 (), ("status",)),
+    ResourceType("scheduling.k8s.io", ("v1alpha2",), "podgroups", "PodGroup", True, (),
+                 ("status",)),
 )
+
+
+def version_priority(version: str) -> tuple[int, int, int]:
+    """Kubernetes' version priority (GA before beta before alpha, then the higher number),
+    which picks a group's preferred version: scheduling.k8s.io prefers v1 over v1alpha2."""
+    match = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if match is None:
+        return (-1, 0, 0)
+    stability = {"alpha": 0, "beta": 1}.get(match.group(2) or "", 2)
+    return (stability, int(match.group(1)), int(match.group(3) or 0))
 
 
 class Registry:
@@ -110,8 +135,9 @@ class Registry:
             if r.group:
                 versions = groups.setdefault(r.group, [])
                 versions.extend(v for v in r.versions if v not in versions)
-        # Preferred version: the newest, as a real server prefers its storage version.
-        self.groups = {g: sorted(vs, reverse=True) for g, vs in groups.items()}
+        # Preferred version: the most stable and newest, as a real server orders them.
+        self.groups = {g: sorted(vs, key=version_priority, reverse=True)
+                       for g, vs in groups.items()}
 
     def by_path(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._by_path.get((group, version, plural))
