@@ -449,20 +449,16 @@ def _char_at(text: str, mark: yaml.Mark) -> str:
     return ""
 
 
+# What a value read from YAML is, in the words of an error message (bool before int: a bool is
+# an int to Python).
+_KIND_WORDS: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "list"),
+    (dict, "mapping"), (type(None), "null"))
+
+
 def _kind_of(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "mapping"
-    return "null" if value is None else type(value).__name__
+    return next((word for kind, word in _KIND_WORDS if isinstance(value, kind)),
+                type(value).__name__)
 
 
 # ---- typed conversion -------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -60,6 +60,7 @@ from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 _INT64 = np.dtype(np.int64)
 _ScoreFn = Callable[[CycleState, PodInfo, ClusterState, IntArray], IntArray]
 _NormalizeFn = Callable[[CycleState, PodInfo, IntArray], "IntArray | None"]
+_P = TypeVar("_P", bound=Plugin)
 
 UNMODELLED_PLUGINS = frozenset({
     "NodePorts", "VolumeRestrictions", "NodeVolumeLimits", "EBSLimits", "GCEPDLimits",
@@ -387,11 +388,7 @@ class Framework:
 
     # ---- runners ---------------------------------------------------------------------------
     def run_pre_enqueue(self, pod: PodInfo) -> Status:
-        for p in self.pre_enqueue:
-            st = p.pre_enqueue(pod)
-            if not st.ok:
-                return st.with_plugin(p.name)
-        return SUCCESS
+        return _until_failure(self.pre_enqueue, lambda p: p.pre_enqueue(pod))
 
     def run_pre_filter(self, state: CycleState, pod: PodInfo,
                        snap: ClusterState) -> tuple[set[str] | None, Status]:
@@ -590,11 +587,7 @@ class Framework:
 
     def run_reserve(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                     node: int) -> Status:
-        for p in self.reserve:
-            st = p.reserve(state, pod, snap, node)
-            if not st.ok:
-                return st.with_plugin(p.name)
-        return SUCCESS
+        return _until_failure(self.reserve, lambda p: p.reserve(state, pod, snap, node))
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                       node: int) -> None:
@@ -619,11 +612,7 @@ class Framework:
 
     def run_pre_bind(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                      node: int) -> Status:
-        for p in self.pre_bind:
-            st = p.pre_bind(state, pod, snap, node)
-            if not st.ok:
-                return st.with_plugin(p.name)
-        return SUCCESS
+        return _until_failure(self.pre_bind, lambda p: p.pre_bind(state, pod, snap, node))
 
     def run_bind(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                  node: int) -> Status:
@@ -638,6 +627,16 @@ class Framework:
                       node: int) -> None:
         for p in self.post_bind:
             p.post_bind(state, pod, snap, node)
+
+
+def _until_failure(plugins: list[_P], run: Callable[[_P], Status]) -> Status:
+    """Run each plugin in order until one does not succeed: its status, naming it; else
+    Success."""
+    for p in plugins:
+        st = run(p)
+        if not st.ok:
+            return st.with_plugin(p.name)
+    return SUCCESS
 
 
 def _normalizer(p: ScorePlugin) -> _NormalizeFn | None:
