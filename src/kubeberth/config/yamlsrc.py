@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -232,43 +232,43 @@ def join_path(base: str, path: str) -> str:
 _INDEX = re.compile(r"\[(\d+)\]")
 
 
-def _node_line(node: yaml.Node, path: str) -> int:
-    """Walk ``path`` through a node tree as far as it exists; return that node's line.
+def _step(rest: str, keys: Iterable[object]) -> tuple[int | str, str] | None:
+    """The first step of a path (its leading dot stripped) and what follows: ``[i]`` as the
+    index, else the mapping key it names; None when it names neither.
 
-    Mapping keys may contain dots (``nvidia.com/gpu``, ``app.kubernetes.io/name``), so at each
-    mapping the longest key that prefixes the rest of the path wins.
+    Mapping keys may contain dots (``nvidia.com/gpu``, ``app.kubernetes.io/name``), so the
+    longest of ``keys`` that prefixes the path wins.
     """
+    if rest[0] == "[":
+        m = _INDEX.match(rest)
+        return None if m is None else (int(m[1]), rest[m.end():])
+    best = ""
+    for key in keys:
+        if (isinstance(key, str) and key and rest.startswith(key)
+                and (len(rest) == len(key) or rest[len(key)] in ".[") and len(key) > len(best)):
+            best = key
+    return (best, rest[len(best):]) if best else None
+
+
+def _node_line(node: yaml.Node, path: str) -> int:
+    """Walk ``path`` through a node tree as far as it exists; return that node's line."""
     line: int = node.start_mark.line + 1
     rest = path
-    while rest:
-        if rest[0] == ".":
-            rest = rest[1:]
-            continue
-        if rest[0] == "[":
-            m = _INDEX.match(rest)
-            if m is None or not isinstance(node, yaml.SequenceNode):
-                break
-            i = int(m[1])
-            if i >= len(node.value):
-                break
-            node = node.value[i]
+    while rest := rest.lstrip("."):
+        mapping = node.value if isinstance(node, yaml.MappingNode) else []
+        step = _step(rest, (k.value for k, _ in mapping if isinstance(k, yaml.ScalarNode)))
+        if step is None:
+            break
+        where, rest = step
+        if isinstance(where, str):
+            key_node, node = next((k, v) for k, v in mapping
+                                  if isinstance(k, yaml.ScalarNode) and k.value == where)
+            line = key_node.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and where < len(node.value):
+            node = node.value[where]
             line = node.start_mark.line + 1
-            rest = rest[m.end():]
-            continue
-        if not isinstance(node, yaml.MappingNode):
+        else:
             break
-        best: tuple[yaml.Node, yaml.Node] | None = None
-        for key_node, value_node in node.value:
-            key = key_node.value
-            if (isinstance(key_node, yaml.ScalarNode) and key and rest.startswith(key)
-                    and (len(rest) == len(key) or rest[len(key)] in ".[")
-                    and (best is None or len(key) > len(best[0].value))):
-                best = (key_node, value_node)
-        if best is None:
-            break
-        line = best[0].start_mark.line + 1
-        rest = rest[len(best[0].value):]
-        node = best[1]
     return line
 
 
@@ -449,20 +449,16 @@ def _char_at(text: str, mark: yaml.Mark) -> str:
     return ""
 
 
+# What a value read from YAML is, in the words of an error message (bool before int: a bool is
+# an int to Python).
+_KIND_WORDS: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "list"),
+    (dict, "mapping"), (type(None), "null"))
+
+
 def _kind_of(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "mapping"
-    return "null" if value is None else type(value).__name__
+    return next((word for kind, word in _KIND_WORDS if isinstance(value, kind)),
+                type(value).__name__)
 
 
 # ---- typed conversion -------------------------------------------------------------------------
@@ -548,28 +544,14 @@ def _type_words(want: str) -> str:
 
 
 def _lookup(data: Any, path: str) -> Any:
-    """The value at ``path`` in plain data (longest-key match, as :func:`_node_line`)."""
+    """The value at ``path`` in plain data (the same walk as :func:`_node_line`)."""
     rest = path
-    while rest:
-        if rest[0] == ".":
-            rest = rest[1:]
-            continue
-        if rest[0] == "[":
-            m = _INDEX.match(rest)
-            if m is None or not isinstance(data, list) or int(m[1]) >= len(data):
-                return None
-            data = data[int(m[1])]
-            rest = rest[m.end():]
-            continue
-        if not isinstance(data, dict):
+    while rest := rest.lstrip("."):
+        step = _step(rest, data if isinstance(data, dict) else ())
+        if step is None:
             return None
-        best = ""
-        for key in data:
-            if (isinstance(key, str) and key and rest.startswith(key)
-                    and (len(rest) == len(key) or rest[len(key)] in ".[") and len(key) > len(best)):
-                best = key
-        if not best:
+        where, rest = step
+        if isinstance(where, int) and not (isinstance(data, list) and where < len(data)):
             return None
-        data = data[best]
-        rest = rest[len(best):]
+        data = data[where]
     return data

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx2 as httpx  # lightkube 1.x speaks through httpx2, the httpx fork
 import msgspec
@@ -67,6 +67,7 @@ from kubeberth.scheduling.scheduler import ASSIGNED_POD_DELETE, NODE_ADD, CycleR
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 
 log = logging.getLogger("kubeberth.scheduler")
+_T = TypeVar("_T")
 
 FLUSH_PERIOD = 30.0  # upstream flushUnschedulablePodsLeftover period
 NODE_UPDATES = (ClusterEvent("Node", "UpdateNodeLabel"), ClusterEvent("Node", "UpdateNodeTaint"),
@@ -103,6 +104,14 @@ def pod_group(obj: dict[str, Any]) -> dict[str, Any]:
     read it alone (a bad one is refused by itself, never failing every group's reload)."""
     load_scheduling_crds(Manifests(other=[document(obj)]))
     return obj
+
+
+def _store(objects: dict[str, _T], key: str, obj: _T | None) -> None:
+    """An informer event on a cache kept by key: the object as it now is, None once deleted."""
+    if obj is None:
+        objects.pop(key, None)
+    else:
+        objects[key] = obj
 
 
 def reads_config_maps(sched: Scheduler) -> bool:
@@ -432,45 +441,26 @@ class LiveScheduler(Controller[SchedulerMetrics]):
     def _event(self, kind: str, key: str, obj: Any) -> None:
         """One object changed (``obj``, typed for the typed kinds) or was deleted (None)."""
         deleted = obj is None
-        if kind == "Pod":
+        if kind in ("Pod", "Node"):
+            apply, gone = ((self._pod, self._pod_gone) if kind == "Pod"
+                           else (self._node, self._node_gone))
             if deleted:
-                self._pod_gone(key)
+                gone(key)
                 return
             try:
-                self._pod(obj)
+                apply(obj)
             except InputError:
-                self._pod_gone(key)  # refused: as if absent, like an object the list leaves out
-                raise
-        elif kind == "Node":
-            if deleted:
-                self._node_gone(key)
-                return
-            try:
-                self._node(obj)
-            except InputError:
-                self._node_gone(key)
+                gone(key)  # refused: as if absent, like an object the list leaves out
                 raise
         elif kind == "PriorityClass":
-            if deleted:
-                self.snap.priority_classes.pop(key, None)
-            else:
-                self.snap.priority_classes[key] = obj
+            _store(self.snap.priority_classes, key, obj)
         elif kind == "Namespace":
-            if deleted:
-                self.snap.namespaces.pop(key, None)
-            else:
-                self.snap.namespaces[key] = obj
+            _store(self.snap.namespaces, key, obj)
         elif kind == "PodDisruptionBudget":
-            if deleted:
-                self.pdbs.pop(key, None)
-            else:
-                self.pdbs[key] = obj
+            _store(self.pdbs, key, obj)
             self.snap.pdbs = [self.pdbs[k] for k in sorted(self.pdbs)]
         elif kind == "PodGroup":
-            if deleted:
-                self.pod_groups.pop(key, None)
-            else:
-                self.pod_groups[key] = obj
+            _store(self.pod_groups, key, obj)
             self._reload_pod_groups()
         elif kind == "ConfigMap":
             # The API server guarantees string values; a plugin validates their content and

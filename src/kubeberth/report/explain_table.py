@@ -22,6 +22,20 @@ from kubeberth.scheduling.framework.runtime import EXTENSION_POINT_KINDS
 from kubeberth.state.cluster import ClusterState
 
 
+def _score_table(columns: tuple[str, ...],
+                 scores: list[dict[str, Any]]) -> tuple[Table, list[str]]:
+    """A table of ``columns``, then one per score plugin (in the order first met) and the
+    total; with those plugins' names, for the rows to follow."""
+    plugins = list(dict.fromkeys(name for row in scores for name in row))
+    t = Table(show_header=True, header_style="bold")
+    for column in columns:
+        t.add_column(column)
+    for name in plugins:
+        t.add_column(name, justify="right")
+    t.add_column("total", justify="right")
+    return t, plugins
+
+
 def render_explain(console: Console, data: dict[str, Any]) -> None:
     for pod in data["pods"]:
         head = f"[bold]{pod['pod']}[/]: {pod['result']}"
@@ -36,17 +50,8 @@ def render_explain(console: Console, data: dict[str, Any]) -> None:
         nodes = pod.get("nodes") or {}
         if not nodes:
             continue
-        score_plugins: list[str] = []
-        for entry in nodes.values():
-            for name in entry["score"]:
-                if name not in score_plugins:
-                    score_plugins.append(name)
-        t = Table(show_header=True, header_style="bold")
-        t.add_column("node")
-        t.add_column("filter")
-        for name in score_plugins:
-            t.add_column(name, justify="right")
-        t.add_column("total", justify="right")
+        t, score_plugins = _score_table(("node", "filter"),
+                                        [entry["score"] for entry in nodes.values()])
         for node, entry in nodes.items():
             failures = [f"{pl}: {', '.join(v['reasons']) or v['code']}"
                         for pl, v in entry["filter"].items() if v["code"] != "Success"]
@@ -92,18 +97,8 @@ def render_pod_group(console: Console, group: dict[str, Any]) -> None:
                      if group["result"] == "Scheduled" else ""), highlight=False)
     if group.get("message"):
         console.print(f"  {group['message']}", highlight=False)
-    score_plugins: list[str] = []
-    for placement in group["placements"]:
-        for name in placement["scores"]:
-            if name not in score_plugins:
-                score_plugins.append(name)
-    t = Table(show_header=True, header_style="bold")
-    t.add_column("placement")
-    t.add_column("nodes")
-    t.add_column("feasibility")
-    for name in score_plugins:
-        t.add_column(name, justify="right")
-    t.add_column("total", justify="right")
+    t, score_plugins = _score_table(("placement", "nodes", "feasibility"),
+                                    [placement["scores"] for placement in group["placements"]])
     for placement in group["placements"]:
         verdict = placement["feasibility"]
         if placement.get("failedPod"):

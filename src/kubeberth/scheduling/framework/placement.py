@@ -13,21 +13,20 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from kubeberth.api.errors import InputError
 from kubeberth.config.workload_api import NativeGroup
-from kubeberth.scheduling.config.types import MULTI_POINT, PLACEMENT_POINTS, Profile
+from kubeberth.scheduling.config.types import Profile
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.interface import (
     MAX_NODE_SCORE,
-    MAX_WEIGHT,
     MIN_NODE_SCORE,
     Plugin,
     PostFilterResult,
 )
-from kubeberth.scheduling.framework.runtime import UNMODELLED_PLUGINS, Framework
+from kubeberth.scheduling.framework.runtime import Framework, checked_weights, expand_points
 from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 
@@ -109,6 +108,11 @@ POINT_KINDS: dict[str, type[Plugin]] = {
 }
 
 
+def _plugins(fw: Framework, enabled: list[tuple[str, int]]) -> list[Any]:
+    """The instances named; :func:`expand_points` checked that each implements its point."""
+    return [fw.plugin(n) for n, _ in enabled]
+
+
 @dataclass(slots=True)
 class PlacementScores:
     """Per feasible placement (in the order given): every plugin's raw, normalized and
@@ -122,62 +126,15 @@ class PlacementFramework:
     """One profile's placement plugins, sharing instances with its pod :class:`Framework`."""
 
     def __init__(self, fw: Framework, profile: Profile) -> None:
-        points = self._expand(fw, profile)
-        self.generate: list[PlacementGeneratePlugin] = [
-            p for p in (fw.plugin(n) for n, _ in points["placementGenerate"])
-            if isinstance(p, PlacementGeneratePlugin)]
-        self.feasible: list[PlacementFeasiblePlugin] = [
-            p for p in (fw.plugin(n) for n, _ in points["placementFeasible"])
-            if isinstance(p, PlacementFeasiblePlugin)]
-        self.score: list[PlacementScorePlugin] = [
-            p for p in (fw.plugin(n) for n, _ in points["placementScore"])
-            if isinstance(p, PlacementScorePlugin)]
-        self.post_filter: list[PodGroupPostFilterPlugin] = [
-            p for p in (fw.plugin(n) for n, _ in points["podGroupPostFilter"])
-            if isinstance(p, PodGroupPostFilterPlugin)]
-        self.weights: dict[str, int] = {}
-        for name, weight in points["placementScore"]:
-            w = weight or 1
-            if w < 0 or w > MAX_WEIGHT:
-                raise InputError(f"placement score plugin {name!r} has weight {w}",
-                                 field=f"profiles[{profile.index}].plugins.placementScore",
-                                 expected=f"a weight between 1 and {MAX_WEIGHT}")
-            self.weights[name] = w
+        points = expand_points(profile, POINT_KINDS, fw.plugin, None)
+        self.generate: list[PlacementGeneratePlugin] = _plugins(fw, points["placementGenerate"])
+        self.feasible: list[PlacementFeasiblePlugin] = _plugins(fw, points["placementFeasible"])
+        self.score: list[PlacementScorePlugin] = _plugins(fw, points["placementScore"])
+        self.post_filter: list[PodGroupPostFilterPlugin] = _plugins(
+            fw, points["podGroupPostFilter"])
+        self.weights = checked_weights(points["placementScore"], profile, "placementScore",
+                                       "placement score")
         self.percentage_of_placements_to_score = profile.percentage_of_placements_to_score
-
-    @staticmethod
-    def _expand(fw: Framework, profile: Profile) -> dict[str, list[tuple[str, int]]]:
-        """Upstream's multiPoint expansion for the placement points."""
-        multi = profile.plugins.get(MULTI_POINT)
-        multi_enabled = [(r.name, r.weight) for r in (multi.enabled if multi else [])]
-        multi_names = {n for n, _ in multi_enabled}
-        out: dict[str, list[tuple[str, int]]] = {}
-        for point in PLACEMENT_POINTS:
-            kind = POINT_KINDS[point]
-            pset = profile.plugins.get(point)
-            specific = [(r.name, r.weight) for r in (pset.enabled if pset else [])]
-            disabled = set(pset.disabled if pset else [])
-            specific_names = {n for n, _ in specific}
-            for name, _ in specific:
-                if not isinstance(fw.plugin(name), kind):
-                    raise InputError(f"plugin {name!r} does not extend {point}",
-                                     field=f"profiles[{profile.index}].plugins.{point}.enabled",
-                                     expected=f"a plugin that implements {point}")
-            chosen = [(n, w) for n, w in specific if n in multi_names]
-            if "*" not in disabled:
-                chosen += [(n, w) for n, w in multi_enabled
-                           if n not in disabled and n not in specific_names
-                           and n not in UNMODELLED_PLUGINS and isinstance(fw.plugin(n), kind)]
-            chosen += [(n, w) for n, w in specific if n not in multi_names]
-            seen: set[str] = set()
-            for name, _ in chosen:
-                if name in seen:
-                    raise InputError(f"plugin {name!r} is enabled twice for {point}",
-                                     field=f"profiles[{profile.index}].plugins.{point}",
-                                     expected="each plugin at most once per extension point")
-                seen.add(name)
-            out[point] = chosen
-        return out
 
     # ---- runners ---------------------------------------------------------------------------
     def run_generate(self, state: CycleState, group: PodGroupInfo, parent: Placement,

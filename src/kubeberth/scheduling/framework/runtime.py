@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from kubeberth.api.errors import InputError
-from kubeberth.scheduling.config.types import EXTENSION_POINTS, MULTI_POINT, Profile
+from kubeberth.scheduling.config.types import MULTI_POINT, Profile
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import (
@@ -60,6 +60,7 @@ from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
 _INT64 = np.dtype(np.int64)
 _ScoreFn = Callable[[CycleState, PodInfo, ClusterState, IntArray], IntArray]
 _NormalizeFn = Callable[[CycleState, PodInfo, IntArray], "IntArray | None"]
+_P = TypeVar("_P", bound=Plugin)
 
 UNMODELLED_PLUGINS = frozenset({
     "NodePorts", "VolumeRestrictions", "NodeVolumeLimits", "EBSLimits", "GCEPDLimits",
@@ -245,6 +246,75 @@ class ScoreOutcome:
     status: Status = SUCCESS
 
 
+def expand_points(profile: Profile, kinds: Mapping[str, type[Plugin]],
+                  plugin: Callable[[str], Plugin],
+                  unmodelled: list[str] | None) -> dict[str, list[tuple[str, int]]]:
+    """Upstream's multiPoint expansion, point by point: the point's own plugins that multiPoint
+    also names (their weight wins), then multiPoint's that implement the point (unless the
+    point disables them), then the point's others. Unmodelled upstream plugins are left out
+    and noted in ``unmodelled``; with None, a point naming one is an error (the placement
+    points: no unmodelled plugin implements them)."""
+    multi = profile.plugins.get(MULTI_POINT)
+    multi_enabled = [(r.name, r.weight) for r in (multi.enabled if multi else [])]
+    multi_names = {n for n, _ in multi_enabled}
+    out: dict[str, list[tuple[str, int]]] = {}
+    for point, kind in kinds.items():
+        pset = profile.plugins.get(point)
+        specific = [(r.name, r.weight) for r in (pset.enabled if pset else [])]
+        disabled = set(pset.disabled if pset else [])
+        specific_names = {n for n, _ in specific}
+        for name, _ in specific:
+            if name in UNMODELLED_PLUGINS and unmodelled is not None:
+                continue
+            if not isinstance(plugin(name), kind):
+                raise InputError(f"plugin {name!r} does not extend {point}",
+                                 field=f"profiles[{profile.index}].plugins.{point}.enabled",
+                                 expected=f"a plugin that implements {point}")
+        overrides = [(n, w) for n, w in specific if n in multi_names]
+        from_multi: list[tuple[str, int]] = []
+        if "*" not in disabled:
+            for name, weight in multi_enabled:
+                if name in disabled or name in specific_names or name in UNMODELLED_PLUGINS:
+                    continue
+                if isinstance(plugin(name), kind):
+                    from_multi.append((name, weight))
+        rest = [(n, w) for n, w in specific if n not in multi_names]
+        chosen = []
+        seen: set[str] = set()
+        for name, weight in overrides + from_multi + rest:
+            if name in UNMODELLED_PLUGINS and unmodelled is not None:
+                if name not in unmodelled:
+                    unmodelled.append(name)
+                continue
+            if name in seen:
+                raise InputError(f"plugin {name!r} is enabled twice for {point}",
+                                 field=f"profiles[{profile.index}].plugins.{point}",
+                                 expected="each plugin at most once per extension point")
+            seen.add(name)
+            chosen.append((name, weight))
+        out[point] = chosen
+    if unmodelled is not None:
+        for name, _ in multi_enabled:
+            if name in UNMODELLED_PLUGINS and name not in unmodelled:
+                unmodelled.append(name)
+    return out
+
+
+def checked_weights(enabled: list[tuple[str, int]], profile: Profile, point: str,
+                    what: str) -> dict[str, int]:
+    """Plugin name -> its weight at a scoring point (0, unset, means 1), within upstream's
+    bounds."""
+    weights: dict[str, int] = {}
+    for name, weight in enabled:
+        w = weight or 1
+        if w < 0 or w > MAX_WEIGHT:
+            raise InputError(f"{what} plugin {name!r} has weight {w}",
+                             field=f"profiles[{profile.index}].plugins.{point}",
+                             expected=f"a weight between 1 and {MAX_WEIGHT}")
+        weights[name] = w
+    return weights
+
+
 class Framework:
     def __init__(self, profile: Profile, registry: Registry, handle: Handle) -> None:
         self.profile_name = profile.scheduler_name
@@ -254,7 +324,7 @@ class Framework:
         self._instances: dict[str, Plugin] = {}
         self._profile = profile
         self._registry = registry
-        points = self._expand(profile)
+        points = expand_points(profile, EXTENSION_POINT_KINDS, self.plugin, self.unmodelled)
         self.pre_enqueue: list[PreEnqueuePlugin] = self._typed(points, "preEnqueue")
         sorts: list[QueueSortPlugin] = self._typed(points, "queueSort")
         self.pre_filter: list[PreFilterPlugin] = self._typed(points, "preFilter")
@@ -267,14 +337,7 @@ class Framework:
         self.pre_bind: list[PreBindPlugin] = self._typed(points, "preBind")
         self.bind: list[BindPlugin] = self._typed(points, "bind")
         self.post_bind: list[PostBindPlugin] = self._typed(points, "postBind")
-        self.score_weights: dict[str, int] = {}
-        for name, weight in points["score"]:
-            w = weight or 1
-            if w < 0 or w > MAX_WEIGHT:
-                raise InputError(f"score plugin {name!r} has weight {w}",
-                                 field=f"profiles[{profile.index}].plugins.score",
-                                 expected=f"a weight between 1 and {MAX_WEIGHT}")
-            self.score_weights[name] = w
+        self.score_weights = checked_weights(points["score"], profile, "score", "score")
         where = f"profiles[{profile.index}].plugins"
         if len(sorts) != 1:
             raise InputError(f"profile {profile.scheduler_name!r} has {len(sorts)} queueSort "
@@ -314,52 +377,6 @@ class Framework:
             self._instances[name] = inst
         return inst
 
-    def _expand(self, profile: Profile) -> dict[str, list[tuple[str, int]]]:
-        multi = profile.plugins.get(MULTI_POINT)
-        multi_enabled = [(r.name, r.weight) for r in (multi.enabled if multi else [])]
-        multi_names = {n for n, _ in multi_enabled}
-        out: dict[str, list[tuple[str, int]]] = {}
-        for point in EXTENSION_POINTS:
-            kind = EXTENSION_POINT_KINDS[point]
-            pset = profile.plugins.get(point)
-            specific = [(r.name, r.weight) for r in (pset.enabled if pset else [])]
-            disabled = set(pset.disabled if pset else [])
-            specific_names = {n for n, _ in specific}
-            for name, _ in specific:
-                if name in UNMODELLED_PLUGINS:
-                    continue
-                if not isinstance(self.plugin(name), kind):
-                    raise InputError(f"plugin {name!r} does not extend {point}",
-                                     field=f"profiles[{profile.index}].plugins.{point}.enabled",
-                                     expected=f"a plugin that implements {point}")
-            overrides = [(n, w) for n, w in specific if n in multi_names]
-            from_multi: list[tuple[str, int]] = []
-            if "*" not in disabled:
-                for name, weight in multi_enabled:
-                    if name in disabled or name in specific_names or name in UNMODELLED_PLUGINS:
-                        continue
-                    if isinstance(self.plugin(name), kind):
-                        from_multi.append((name, weight))
-            rest = [(n, w) for n, w in specific if n not in multi_names]
-            chosen = []
-            seen: set[str] = set()
-            for name, weight in overrides + from_multi + rest:
-                if name in UNMODELLED_PLUGINS:
-                    if name not in self.unmodelled:
-                        self.unmodelled.append(name)
-                    continue
-                if name in seen:
-                    raise InputError(f"plugin {name!r} is enabled twice for {point}",
-                                     field=f"profiles[{profile.index}].plugins.{point}",
-                                     expected="each plugin at most once per extension point")
-                seen.add(name)
-                chosen.append((name, weight))
-            out[point] = chosen
-        for name, _ in multi_enabled:
-            if name in UNMODELLED_PLUGINS and name not in self.unmodelled:
-                self.unmodelled.append(name)
-        return out
-
     def _typed(self, points: Mapping[str, list[tuple[str, int]]], point: str) -> list[Any]:
         return [self.plugin(name) for name, _ in points[point]]
 
@@ -371,11 +388,7 @@ class Framework:
 
     # ---- runners ---------------------------------------------------------------------------
     def run_pre_enqueue(self, pod: PodInfo) -> Status:
-        for p in self.pre_enqueue:
-            st = p.pre_enqueue(pod)
-            if not st.ok:
-                return st.with_plugin(p.name)
-        return SUCCESS
+        return _until_failure(self.pre_enqueue, lambda p: p.pre_enqueue(pod))
 
     def run_pre_filter(self, state: CycleState, pod: PodInfo,
                        snap: ClusterState) -> tuple[set[str] | None, Status]:
@@ -574,11 +587,7 @@ class Framework:
 
     def run_reserve(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                     node: int) -> Status:
-        for p in self.reserve:
-            st = p.reserve(state, pod, snap, node)
-            if not st.ok:
-                return st.with_plugin(p.name)
-        return SUCCESS
+        return _until_failure(self.reserve, lambda p: p.reserve(state, pod, snap, node))
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                       node: int) -> None:
@@ -603,11 +612,7 @@ class Framework:
 
     def run_pre_bind(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                      node: int) -> Status:
-        for p in self.pre_bind:
-            st = p.pre_bind(state, pod, snap, node)
-            if not st.ok:
-                return st.with_plugin(p.name)
-        return SUCCESS
+        return _until_failure(self.pre_bind, lambda p: p.pre_bind(state, pod, snap, node))
 
     def run_bind(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                  node: int) -> Status:
@@ -622,6 +627,16 @@ class Framework:
                       node: int) -> None:
         for p in self.post_bind:
             p.post_bind(state, pod, snap, node)
+
+
+def _until_failure(plugins: list[_P], run: Callable[[_P], Status]) -> Status:
+    """Run each plugin in order until one does not succeed: its status, naming it; else
+    Success."""
+    for p in plugins:
+        st = run(p)
+        if not st.ok:
+            return st.with_plugin(p.name)
+    return SUCCESS
 
 
 def _normalizer(p: ScorePlugin) -> _NormalizeFn | None:
