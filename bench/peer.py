@@ -72,8 +72,7 @@ def load(client: Client, nodes: int, pods: int) -> None:
     for i in range(nodes):
         doc = node_doc(i)
         client.create(Node.from_dict(doc))
-        client.patch(Node, doc["metadata"]["name"], {"status": doc["status"]},
-                     subresource="status")
+        client.patch(Node.Status, doc["metadata"]["name"], {"status": doc["status"]})
     for i in range(pods):
         client.create(Pod.from_dict(pod_doc(i)))
 

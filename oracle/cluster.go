@@ -63,14 +63,14 @@ func runCluster(args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: oracle cluster --data-dir DIR [--port P] [--token-file F] [--apiserver-arg=--flag=value ...]")
 		return 2
 	}
-	if err := cluster(*dataDir, *port, *tokenFile, extra); err != nil {
+	if err := serveCluster(*dataDir, *port, *tokenFile, extra); err != nil {
 		fmt.Fprintln(os.Stderr, "oracle cluster:", err)
 		return 1
 	}
 	return 0
 }
 
-func cluster(dataDir string, port int, tokenFile string, extra []string) error {
+func serveCluster(dataDir string, port int, tokenFile string, extra []string) error {
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
 		return err
@@ -115,8 +115,10 @@ func cluster(dataDir string, port int, tokenFile string, extra []string) error {
 	bound := ln.Addr().(*net.TCPAddr).Port
 	server := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(bound))
 
-	// No kube-controller-manager runs, so nothing creates a namespace's "default"
-	// ServiceAccount: the ServiceAccount admission plugin would refuse every pod.
+	// Two admission plugins expect components a test cluster may not run: ServiceAccount
+	// refuses pods until kube-controller-manager has made the namespace's "default"
+	// ServiceAccount, and TaintNodesByCondition taints every new node not-ready until its
+	// kubelet reports Ready and the node lifecycle controller lifts the taint (no kubelets).
 	flags := []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
@@ -128,7 +130,7 @@ func cluster(dataDir string, port int, tokenFile string, extra []string) error {
 		"--service-account-key-file=" + saKey,
 		"--service-account-signing-key-file=" + saKey,
 		"--service-cluster-ip-range=10.96.0.0/16",
-		"--disable-admission-plugins=ServiceAccount",
+		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 	}
 	opts := apiserveroptions.NewServerRunOptions()
 	pfs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
@@ -164,12 +166,27 @@ func cluster(dataDir string, port int, tokenFile string, extra []string) error {
 		Token: token, PID: os.Getpid()})
 	fmt.Println(string(info))
 
-	// Run returns once ctx is cancelled (SIGTERM) and the server has shut down.
-	if err := apiserverapp.Run(ctx, completed); err != nil && !errors.Is(err, context.Canceled) {
+	done := make(chan error, 1)
+	go func() { done <- apiserverapp.Run(ctx, completed) }()
+	select {
+	case err := <-done: // it could not start
 		return err
+	case <-ctx.Done():
+	}
+	// SIGTERM: kube-apiserver's own graceful shutdown, bounded. A client still watching holds
+	// it for the whole request timeout (a minute); a throwaway test cluster need not wait.
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	case <-time.After(shutdownGrace):
+		fmt.Fprintf(os.Stderr, "oracle cluster: kube-apiserver still draining after %s (clients watching); stopping\n", shutdownGrace)
 	}
 	return nil
 }
+
+const shutdownGrace = 5 * time.Second
 
 func startEtcd(dir string) (*embed.Etcd, error) {
 	cfg := embed.NewConfig()

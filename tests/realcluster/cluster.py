@@ -16,6 +16,7 @@ import json
 import selectors
 import shutil
 import signal
+import ssl
 import subprocess
 import threading
 import time
@@ -38,15 +39,15 @@ from kubeberth.scheduling.registry import in_tree_registry
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 Json = dict[str, Any]
 
-# What kube-controller-manager runs here: what a cluster runs beside the API server, without
-# the controllers that need kubelets (node lifecycle would mark every node NotReady and evict
-# their pods), cloud providers or volumes.
-CONTROLLERS = ("*,-node-lifecycle-controller,-taint-eviction-controller,-node-ipam-controller,"
-               "-cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller,"
-               "-persistentvolume-binder-controller,-persistentvolume-attach-detach-controller,"
-               "-persistentvolume-expander-controller,-persistentvolume-protection-controller,"
-               "-pvc-protection-controller,-ephemeral-volume-controller,"
-               "-certificatesigningrequest-signing-controller")
+# What kube-controller-manager runs here: the controllers of a cluster's workloads and API
+# objects, not those that need kubelets (node lifecycle would mark every node NotReady and evict
+# its pods), cloud providers or volumes.
+CONTROLLERS = ",".join([
+    "deployment-controller", "replicaset-controller", "job-controller", "disruption-controller",
+    "garbage-collector-controller", "pod-garbage-collector-controller", "namespace-controller",
+    "serviceaccount-controller", "serviceaccount-token-controller",
+    "root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
+    "endpointslice-controller", "ttl-after-finished-controller", "resourcequota-controller"])
 
 
 # The groups kube-apiserver serves itself among those of kubeberth.apiserver.resources.
@@ -62,15 +63,17 @@ def wait_for(cond: Callable[[], bool], what: str, timeout: float = 60) -> None:
 
 def crds() -> list[Json]:
     """Minimal structural CRDs for the third-party kinds kubeberth reads, at the versions the
-    embedded server serves (kubeberth.apiserver.resources, the same table): spec and status
-    kept as they are written (``x-kubernetes-preserve-unknown-fields``), the status
+    embedded server serves (kubeberth.apiserver.resources, the same table): every field kept as
+    written (``x-kubernetes-preserve-unknown-fields``; WorkloadPriorityClass has a top-level
+    ``value``, like PriorityClass), the status
     subresource where the kind has one. Versions convert with strategy None (apiVersion only),
     as the fields kubeberth reads and writes are the same in each."""
     docs = []
     for r in RESOURCES:
         if r.group in BUILT_IN:
             continue
-        schema = {"openAPIV3Schema": {"type": "object", "properties": {
+        schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields":
+                                      True, "properties": {
             "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
             "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}
         versions = [{"name": v, "served": True, "storage": i == 0, "schema": schema,
@@ -80,8 +83,13 @@ def crds() -> list[Json]:
                        "listKind": f"{r.kind}List"}
         if r.short_names:
             names["shortNames"] = list(r.short_names)
+        meta: Json = {"name": f"{r.plural}.{r.group}"}
+        if r.group.endswith(".k8s.io") and not r.group.endswith(".x-k8s.io"):
+            # A *.k8s.io group is protected; scheduler-plugins' own CRDs carry this approval.
+            meta["annotations"] = {"api-approved.kubernetes.io":
+                                   "https://github.com/kubernetes-sigs/scheduler-plugins/pull/50"}
         docs.append({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                     "metadata": {"name": f"{r.plural}.{r.group}"},
+                     "metadata": meta,
                      "spec": {"group": r.group, "scope": "Namespaced" if r.namespaced
                               else "Cluster", "names": names, "versions": versions}})
     return docs
@@ -152,7 +160,8 @@ class RealCluster:
         assert self.procs[0].poll() is None, \
             f"oracle cluster exited; see {self.workdir / 'apiserver.log'}"
         try:
-            r = httpx.get(f"{self.info['server']}/readyz", verify=str(self.ca),
+            r = httpx.get(f"{self.info['server']}/readyz",
+                          verify=ssl.create_default_context(cafile=str(self.ca)),
                           headers={"Authorization": f"Bearer {self.info['token']}"}, timeout=5)
         except httpx.HTTPError:
             return False
@@ -181,7 +190,10 @@ class RealCluster:
                 proc.wait()
                 codes.append(None)
         self.procs.clear()
-        assert codes == [0, 0], f"exit codes after SIGTERM: {codes}; see {self.workdir}"
+        # kube-controller-manager ends by the signal itself, as upstream's does (it traps it
+        # only with its ControllerManagerReleaseLeaderElectionLockOnExit gate).
+        assert codes == [-signal.SIGTERM, 0], \
+            f"exit codes after SIGTERM: {codes}; see {self.workdir}"
 
 
 class KubeletStandIn:
@@ -207,6 +219,9 @@ class KubeletStandIn:
                     self.errors.append(err)
             except httpx.HTTPError:
                 pass  # the server is going away at teardown
+            except Exception as err:  # surfaced at close
+                self.errors.append(err)
+                return
             self.stop.wait(0.1)
 
     def _sync(self) -> None:
@@ -218,7 +233,7 @@ class KubeletStandIn:
                                    grace_period=0)
             elif spec.nodeName and (status is None or status.phase == "Pending"):
                 now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-                self.client.patch(Pod, meta.name or "", {"status": {
+                self.client.patch(Pod.Status, meta.name or "", {"status": {
                     "phase": "Running", "startTime": now,
                     "conditions": [{"type": t, "status": "True", "lastTransitionTime": now}
                                    for t in ("Initialized", "ContainersReady", "Ready")],
@@ -227,8 +242,7 @@ class KubeletStandIn:
                                            "started": True,
                                            "state": {"running": {"startedAt": now}}}
                                           for c in spec.containers]}},
-                    namespace=meta.namespace, subresource="status",
-                    patch_type=PatchType.MERGE)
+                    namespace=meta.namespace, patch_type=PatchType.MERGE)
 
     def close(self) -> None:
         self.stop.set()
@@ -323,16 +337,16 @@ def reset(real: RealCluster) -> None:
     """Everything a test made, gone, so the next test on the same real cluster starts empty
     (namespaces stay: deleting one waits for the namespace controller's finalizer)."""
     kinds = ["deployments", "replicasets", "jobs", "poddisruptionbudgets",
-             "workloads.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io",
-             "leases.coordination.k8s.io"]
+             "workloads.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io"]
     for kind in kinds:
         real.kubectl("delete", kind, "--all", "-A", "--wait=false", "--ignore-not-found")
+    real.kubectl("delete", "leases", "--all", "-n", "kubeberth", "--ignore-not-found")
     real.kubectl("delete", "pods", "--all", "-A", "--grace-period=0", "--force",
                  "--ignore-not-found", check=False)
     for kind in ["nodes", "clusterqueues.kueue.x-k8s.io", "resourceflavors.kueue.x-k8s.io",
                  "workloadpriorityclasses.kueue.x-k8s.io", "cohorts.kueue.x-k8s.io"]:
         real.kubectl("delete", kind, "--all", "--ignore-not-found")
-    real.kubectl("delete", "priorityclasses", "-l", "!kubeberth.io/system",
+    real.kubectl("delete", "priorityclasses",
                  "--field-selector=metadata.name!=system-node-critical,"
                  "metadata.name!=system-cluster-critical", "--ignore-not-found")
 
@@ -388,3 +402,23 @@ def running_on(api: Api, node_name: str, app: str) -> list[str]:
                   and p["status"].get("phase") == "Running"
                   and not p["metadata"].get("deletionTimestamp")
                   and p["metadata"].get("labels", {}).get("app") == app)
+
+
+def queued_pod(name: str, ns: str, gpus: int) -> str:
+    """A pod for Kueue's pod integration (queue label), valid on a real API server: an
+    extended resource's request needs its limit (the embedded server does not insist)."""
+    return f"""apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: {ns}
+  labels: {{kueue.x-k8s.io/queue-name: main}}
+spec:
+  containers:
+  - name: c
+    image: busybox
+    resources:
+      requests: {{cpu: "1", nvidia.com/gpu: "{gpus}"}}
+      limits: {{nvidia.com/gpu: "{gpus}"}}
+---
+"""

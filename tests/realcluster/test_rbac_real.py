@@ -27,8 +27,16 @@ from tests.live.spillenv import (
     vk_node,
 )
 from tests.live.test_admission_e2e import CLUSTER as KUEUE_NODES
-from tests.live.test_admission_e2e import KUEUE, queued_pod
-from tests.realcluster.cluster import Api, Running, bound, running_on, scheduler, wait_for
+from tests.live.test_admission_e2e import KUEUE
+from tests.realcluster.cluster import (
+    Api,
+    Running,
+    bound,
+    queued_pod,
+    running_on,
+    scheduler,
+    wait_for,
+)
 
 from kubeberth.descheduling.policy import load_descheduler_policy
 from kubeberth.live.admission import LiveAdmission
