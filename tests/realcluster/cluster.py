@@ -120,13 +120,29 @@ class RealCluster:
         return Path(self.info["kubeconfig"])
 
     @property
+    def audit_log(self) -> Path:
+        """kube-apiserver's audit log (level Metadata: who did what, and the answer)."""
+        return self.workdir / "audit.log"
+
+    def audit(self, username: str) -> list[Json]:
+        """Every audited request of ``username`` so far, once answered."""
+        events = (json.loads(line) for line in self.audit_log.read_text().splitlines())
+        return [e for e in events if e["user"].get("username") == username
+                and e["stage"] == "ResponseComplete"]
+
+    @property
     def ca(self) -> Path:
         return self.workdir / "pki" / "ca.crt"
 
     def start(self, timeout: float = 300) -> None:
         deadline = time.monotonic() + timeout
         log = (self.workdir / "apiserver.log").open("wb")
-        proc = subprocess.Popen([str(self.oracle), "cluster", "--data-dir", str(self.workdir)],
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(yaml.safe_dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+                                          "rules": [{"level": "Metadata"}]}))
+        proc = subprocess.Popen([str(self.oracle), "cluster", "--data-dir", str(self.workdir),
+                                 f"--apiserver-arg=--audit-policy-file={policy}",
+                                 f"--apiserver-arg=--audit-log-path={self.audit_log}"],
                                 stdout=subprocess.PIPE, stderr=log)
         self.procs.append(proc)
         self.info = json.loads(self._first_line(proc, deadline))

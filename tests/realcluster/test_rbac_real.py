@@ -1,7 +1,8 @@
 """`kubeberth manifests`' RBAC enforced by kube-apiserver's own authorizer (Node,RBAC): each
 controller runs with its ServiceAccount's token (a TokenRequest, bound by the generated
 ClusterRole and leader-election Role) through a scenario that writes what it writes in a
-cluster, and a request outside its rules is refused with 403.
+cluster, and a request outside its rules is refused with 403. kube-apiserver's audit log then
+shows that those deliberate requests were the only ones it refused.
 
 Only the real cluster: the embedded server has no authorizer (tests/live/test_rbac.py checks the
 same rules against its request audit instead)."""
@@ -97,7 +98,7 @@ def run_scheduler(api: Api, running: Running, client: Client, tmp_path: Path) ->
     wait_for(lambda: bound(api).get("default/high") == "big", "the preemptor")
     assert {"bind", "preempt", "nominate"} <= {d.action for d in ctl.decisions}
     forbidden(lambda: client.delete(Node, "big"))
-    forbidden(lambda: client.create(Pod.from_dict(yaml.safe_load(pod("mine", 1)))))
+    forbidden(lambda: client.create(Pod.from_dict(next(yaml.safe_load_all(pod("mine", 1))))))
 
 
 def run_descheduler(api: Api, running: Running, client: Client, tmp_path: Path) -> None:
@@ -141,9 +142,14 @@ def run_admission(api: Api, running: Running, client: Client, tmp_path: Path) ->
     running.start(LiveAdmission(client, elector=lease))
     wait_for(lambda: api.placement().get("team-b/nb") == "a100-0", "the pod to be admitted")
     forbidden(lambda: client.patch(Node, "a100-0", {"spec": {"unschedulable": True}}))
-    forbidden(lambda: client.create(Pod.from_dict(yaml.safe_load(pod("mine", 1)))))
+    forbidden(lambda: client.create(Pod.from_dict(next(yaml.safe_load_all(pod("mine", 1))))))
 
 
+# The requests each scenario makes outside its rules, as the audit log names them.
+DELIBERATE = {"scheduler": [("delete", "nodes"), ("create", "pods")],
+              "descheduler": [("delete", "pods"), ("patch", "nodes")],
+              "spill-controller": [("delete", "pods"), ("delete", "nodes")],
+              "admission": [("patch", "nodes"), ("create", "pods")]}
 SCENARIOS = {"scheduler": run_scheduler, "descheduler": run_descheduler,
              "spill-controller": run_spill, "admission": run_admission}
 
@@ -154,3 +160,11 @@ def test_generated_rbac_lets_the_controller_work_and_refuses_the_rest(
         controller: str, real_api: Api, running: Running, tmp_path: Path) -> None:
     client = service_account_client(real_api, controller)
     SCENARIOS[controller](real_api, running, client, tmp_path)
+    # kube-apiserver's own audit log: the only refusals are the scenario's deliberate ones.
+    assert real_api.real is not None
+    user = f"system:serviceaccount:{NAMESPACE}:kubeberth-{controller}"
+    seen = real_api.real.audit(user)
+    assert len(seen) > 10, f"no audited requests of {user}"
+    refused = sorted((e["verb"], e["objectRef"]["resource"]) for e in seen
+                     if e["responseStatus"]["code"] == 403)
+    assert refused == sorted(DELIBERATE[controller])
