@@ -1,14 +1,15 @@
 """kubeberth's scheduler beside upstream's own, on the same real API server and the same objects.
 
-Starts a real cluster (upstream's etcd and kube-apiserver from the oracle module, `oracle
-cluster`; oracle/README.md), then for each scheduler in turn: an empty cluster, N nodes (8 GPUs
-each, their status written as a kubelet would) and P one-GPU pods, created unbound; the clock
-starts when the scheduler process is started (its informers list everything) and stops when the
-API reports every pod bound. Upstream is ``oracle kube-scheduler`` (kube-scheduler v1.37's own
-command, default profile, client QPS/burst raised so its client-side rate limit is not what is
-measured); kubeberth is ``kubeberth scheduler`` (default profile). Both run as processes beside
-the API server on the same cores. No kubelet runs: bound pods stay Pending, which neither
-scheduler looks at (oracle/README.md says why KWOK is not used).
+For each scheduler in turn, a fresh real cluster (upstream's etcd, kube-apiserver and
+kube-controller-manager from the oracle module, `oracle cluster`; oracle/README.md) with N
+nodes (8 GPUs each, their status written as a kubelet would) and P one-GPU pods, created
+unbound; the clock starts when the scheduler process is started (its informers list
+everything) and stops when the API reports every pod bound. Upstream is ``oracle
+kube-scheduler`` (kube-scheduler v1.37's own command, default profile, client QPS/burst raised
+so its client-side rate limit is not what is measured); kubeberth is ``kubeberth scheduler``
+(default profile). Both run as processes beside the API server on the same cores. No kubelet
+runs: bound pods stay Pending, which neither scheduler looks at (oracle/README.md says why KWOK
+is not used).
 
 Then, offline, on the same nodes and pods written as manifests: ``kubeberth explain`` and
 ``oracle explain`` (upstream's framework and plugins, every filter verdict and score of every
@@ -82,27 +83,28 @@ def unbound(client: Client) -> int:
                                       fields={"spec.nodeName": ""}))
 
 
-def race(cluster: RealCluster, command: list[str], nodes: int, pods: int,
-         log: Path) -> float:
-    """Seconds from starting ``command`` until every pod is bound."""
-    client = Client(config=KubeConfig.from_file(str(cluster.kubeconfig)))
-    client.deletecollection(Pod, namespace="default", grace_period=0)
-    client.deletecollection(Node)
-    while any(True for _ in client.list(Pod, namespace="default")) or any(
-            True for _ in client.list(Node)):
-        time.sleep(0.2)
-    load(client, nodes, pods)
-    with log.open("wb") as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(command, stdout=out, stderr=out)
-        try:
-            while unbound(client):
-                assert proc.poll() is None, f"{command[0]} exited; see {log}"
-                time.sleep(0.2)
-            return time.perf_counter() - start
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=60)
+def race(workdir: Path, command: list[str], nodes: int, pods: int) -> float:
+    """Seconds from starting ``command`` until every pod is bound, on a fresh cluster of its
+    own in ``workdir`` (its kubeconfig: ``workdir/kubeconfig``)."""
+    cluster = RealCluster(BINARY, workdir)
+    cluster.start()
+    try:
+        client = Client(config=KubeConfig.from_file(str(cluster.kubeconfig)))
+        load(client, nodes, pods)
+        log = workdir / "scheduler.log"
+        with log.open("wb") as out:
+            start = time.perf_counter()
+            proc = subprocess.Popen(command, stdout=out, stderr=out)
+            try:
+                while unbound(client):
+                    assert proc.poll() is None, f"{command[0]} exited; see {log}"
+                    time.sleep(0.2)
+                return time.perf_counter() - start
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=60)
+    finally:
+        cluster.stop()
 
 
 def timed(command: list[str]) -> float:
@@ -127,26 +129,22 @@ def main() -> None:
         sys.exit("bench/peer.py: run it with the venv's python (its kubeberth command)")
     with TemporaryDirectory() as tmp:
         work = Path(tmp)
-        (work / "cluster").mkdir()
-        cluster = RealCluster(BINARY, work / "cluster")
-        cluster.start()
-        try:
-            cfg = work / "kube-scheduler.yaml"
-            config = dict(SCHEDULER_CONFIG, clientConnection={
-                **SCHEDULER_CONFIG["clientConnection"], "kubeconfig": str(cluster.kubeconfig)})
-            cfg.write_text(yaml.safe_dump(config))
-            upstream = race(cluster, [str(BINARY), "kube-scheduler", f"--config={cfg}",
-                                      "--secure-port=0"],
-                            args.nodes, args.pods, work / "kube-scheduler.log")
-            print(f"real kube-apiserver v1.37.2, {args.nodes} nodes x 8 GPUs, {args.pods} "
-                  f"one-GPU pods, bound per second from the scheduler's start:", flush=True)
-            print(f"  kube-scheduler (upstream) {args.pods / upstream:8.0f} pods/s "
-                  f"({upstream:.1f} s)", flush=True)
-            ours = race(cluster, [kubeberth, "scheduler", "--kubeconfig",
-                                  str(cluster.kubeconfig), "--metrics-port", "0"],
-                        args.nodes, args.pods, work / "kubeberth-scheduler.log")
-        finally:
-            cluster.stop()
+        print(f"real kube-apiserver v1.37.2, {args.nodes} nodes x 8 GPUs, {args.pods} one-GPU "
+              f"pods, bound per second from the scheduler's start:", flush=True)
+        (work / "upstream").mkdir()
+        cfg = work / "upstream" / "kube-scheduler.yaml"
+        # kube-scheduler takes its kubeconfig from the configuration file once one is given.
+        cfg.write_text(yaml.safe_dump(dict(SCHEDULER_CONFIG, clientConnection={
+            **SCHEDULER_CONFIG["clientConnection"],
+            "kubeconfig": str(work / "upstream" / "kubeconfig")})))
+        upstream = race(work / "upstream", [str(BINARY), "kube-scheduler", f"--config={cfg}",
+                                            "--secure-port=0"], args.nodes, args.pods)
+        print(f"  kube-scheduler (upstream) {args.pods / upstream:8.0f} pods/s "
+              f"({upstream:.1f} s)", flush=True)
+        (work / "kubeberth").mkdir()
+        ours = race(work / "kubeberth", [kubeberth, "scheduler", "--kubeconfig",
+                                         str(work / "kubeberth" / "kubeconfig"),
+                                         "--metrics-port", "0"], args.nodes, args.pods)
         print(f"  kubeberth scheduler       {args.pods / ours:8.0f} pods/s ({ours:.1f} s)")
         print(f"  ratio kubeberth/upstream  {upstream / ours:8.2f}")
 
