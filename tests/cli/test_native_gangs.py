@@ -4,13 +4,16 @@ the fuller rack, a group short of minCount binds nothing, the same through both 
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
+from rich.console import Console
 from tests.paths import ROOT
 from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
+from kubeberth.report.explain_table import render_explain
 
 EXAMPLE = ROOT / "examples" / "native-gangs"
 ARGS = ["-c", str(EXAMPLE / "scheduler-config.yaml")]
@@ -27,7 +30,10 @@ def test_explain_json_and_table() -> None:
     placed = {p["pod"]: p["selectedNode"] for p in out["pods"]}
     assert {placed[f"default/worker-{i}"] for i in range(3)} <= {"b1", "b2"}
     assert placed["default/short-0"] is None
-    table = CliRunner().invoke(app, ["explain", *files, *ARGS], env={"COLUMNS": "250"}).stdout
+    # The table of the same JSON, on a console wide enough not to cut the placement names.
+    wide = Console(width=250, file=io.StringIO())
+    render_explain(wide, out)
+    table = wide.file.getvalue()  # type: ignore[attr-defined]
     assert "pod group default/training-workers-0 (Gang, minCount 3" in table
     assert f"{RACK_B} ✓" in table
 

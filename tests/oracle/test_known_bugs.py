@@ -74,10 +74,15 @@ def test_every_known_bug_has_a_repro() -> None:
     assert set(REPROS) == set(KNOWN_BUGS)
 
 
-@pytest.mark.parametrize("bug", sorted(REPROS))
-def test_known_bug(bug: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    request.applymarker(pytest.mark.xfail(strict=True, reason=f"kubeberth bug: {KNOWN_BUGS[bug]}"))
-    compare(tmp_path, REPROS[bug], None, bugs=set(KNOWN_BUGS) - {bug})
+def test_known_bugs_still_differ(tmp_path: Path) -> None:
+    """Each open bug's repro, compared with every normalisation but its own, still disagrees
+    with upstream; once kubeberth is fixed this fails until the entry moves to ``FIXED``. (One
+    loop, not a parametrized test: with no bug open a parametrized test would skip.)"""
+    for bug, docs in sorted(REPROS.items()):
+        case = tmp_path / bug
+        case.mkdir()
+        with pytest.raises(AssertionError):
+            compare(case, docs, None, bugs=set(KNOWN_BUGS) - {bug})
 
 
 @pytest.mark.parametrize("bug", sorted(FIXED))

@@ -96,8 +96,10 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(_KUEUE, ("v1beta2", "v1beta1", "v1alpha1"), "cohorts", "Cohort", False, (),
                  ("status",)),
     ResourceType(_KUEUE, ("v1beta2", "v1alpha1"), "topologies", "Topology", False),
-    # Stored and served as written: Volcano Jobs, Dynamic Resource Allocation and the native
-    # Workload/PodGroup API (no controller of this server acts on them; docs/apiserver.md).
+    # Stored and served as written: Volcano Jobs and Dynamic Resource Allocation (no controller
+    # of this server acts on them; docs/apiserver.md). The alpha scheduling.k8s.io Workload and
+    # PodGroup are not served, as kube-apiserver leaves alpha APIs off: served, kubectl's
+    # "workload" would name them instead of Kueue's Workloads.
     ResourceType("batch.volcano.sh", ("v1alpha1",), "jobs", "Job", True, ("vcjob", "vj"),
                  ("status",)),
     ResourceType("resource.k8s.io", ("v1",), "deviceclasses", "DeviceClass", False),
@@ -106,10 +108,6 @@ RESOURCES: tuple[ResourceType, ...] = (
                  ("status",)),
     ResourceType("resource.k8s.io", ("v1",), "resourceclaimtemplates", "ResourceClaimTemplate",
                  True),
-    ResourceType("scheduling.k8s.io", ("v1alpha2", "v1alpha1"), "workloads", "Workload", True,
-                 (), ("status",)),
-    ResourceType("scheduling.k8s.io", ("v1alpha2",), "podgroups", "PodGroup", True, (),
-                 ("status",)),
 )
 
 
