@@ -258,17 +258,12 @@ class LiveScheduler(Controller[SchedulerMetrics]):
     def _release_waiting(self) -> None:
         """Bind the pods Permit has allowed; rejected or timed-out ones are requeued by the
         framework. Unreserving one may reject its siblings: resolve until nothing changes."""
-        while True:
-            done = self.sched.resolve_waiting(self.clock())
-            if not done:
-                return
-            for res in done:
-                self.sched.activate_requested(res.state)
-                if res.outcome == "assumed":
-                    self._bind(res)
-                else:
-                    log.info("%s: %s", res.pod.key, res.message)
-                    self._failed(res)
+        for res in self.sched.settle_waiting(self.clock()):
+            if res.outcome == "assumed":
+                self._bind(res)
+            else:
+                log.info("%s: %s", res.pod.key, res.message)
+                self._failed(res)
 
     def _bind(self, res: CycleResult) -> None:
         """Run the binding cycle: in the loop without workers (or in a dry run, which posts

@@ -16,7 +16,7 @@ pod → node; may fail), ``evictor`` (delete a preemption victim) and ``nominate
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -635,6 +635,16 @@ class Scheduler:
             keys = sorted(want.keys)
             want.keys.clear()
             self.queue.activate(keys)
+
+    def settle_waiting(self, now: float) -> Iterator[CycleResult]:
+        """Every Permit wait that is over, until none is: unreserving one pod may reject its
+        waiting siblings (Coscheduling), so the waits are resolved again until nothing more is
+        decided. Each result's requested activations are done before it is yielded; the host
+        binds the "assumed" ones and records the others."""
+        while done := self.resolve_waiting(now):
+            for res in done:
+                self.activate_requested(res.state)
+                yield res
 
     def resolve_waiting(self, now: float) -> list[CycleResult]:
         """Finish Permit waits that were allowed, rejected or timed out. Allowed pods come back

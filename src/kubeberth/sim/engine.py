@@ -389,23 +389,18 @@ class Simulation:
         """Bind pods a Permit plugin has just allowed; requeue those rejected or timed out.
         Unreserving one pod may reject its waiting siblings (Coscheduling), so resolve until
         nothing more is decided."""
-        while True:
-            done = self.scheduler.resolve_waiting(self.now)
-            if not done:
-                return
-            for res in done:
-                self.scheduler.activate_requested(res.state)
-                if res.outcome == "assumed":
-                    self._bind(res)
-                    continue
-                rec = self.metrics.pods.get(res.pod.key)
-                if rec is not None:
-                    rec.reason = res.message
-                if self.kueue is not None:
-                    self.kueue.permit_rejected(res.pod.key, self.now)
-                if self._first_release is None:
-                    self._tick += 1
-                    self._first_release = self._tick
+        for res in self.scheduler.settle_waiting(self.now):
+            if res.outcome == "assumed":
+                self._bind(res)
+                continue
+            rec = self.metrics.pods.get(res.pod.key)
+            if rec is not None:
+                rec.reason = res.message
+            if self.kueue is not None:
+                self.kueue.permit_rejected(res.pod.key, self.now)
+            if self._first_release is None:
+                self._tick += 1
+                self._first_release = self._tick
 
     def _schedule_all(self) -> None:
         sched = self.scheduler
