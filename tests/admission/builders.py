@@ -196,3 +196,16 @@ def states(data: dict[str, Any]) -> dict[str, tuple[str, str]]:
 
 def victims(data: dict[str, Any]) -> list[tuple[str, str, str]]:
     return sorted((p["workload"], p["by"], p["reason"]) for p in data["preempted"])
+
+
+def two_gpu_queues(a_gpu: tuple[str, str | None, str | None],
+                   b_gpu: tuple[str, str | None, str | None]) -> list[dict[str, Any]]:
+    """Flavor a100 and ClusterQueues ``a`` and ``b`` in cohort ``co``, each with one
+    nvidia.com/gpu quota (nominal, borrowingLimit, lendingLimit), and a LocalQueue each."""
+    gpu = "nvidia.com/gpu"
+    return [
+        flavor("a100"),
+        cluster_queue("a", [group([gpu], ("a100", [quota(gpu, *a_gpu)]))], cohort="co"),
+        cluster_queue("b", [group([gpu], ("a100", [quota(gpu, *b_gpu)]))], cohort="co"),
+        local_queue("a"), local_queue("b"),
+    ]

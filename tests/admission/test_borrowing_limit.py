@@ -18,15 +18,11 @@ from pathlib import Path
 import pytest
 
 from .builders import (
-    cluster_queue,
-    flavor,
-    group,
     load,
-    local_queue,
-    quota,
     run,
     snapshot,
     states,
+    two_gpu_queues,
     workload,
 )
 
@@ -35,12 +31,7 @@ FR = ("a100", GPU)
 
 
 def docs(used_a: int, used_b: int) -> list[dict[str, object]]:
-    out: list[dict[str, object]] = [
-        flavor("a100"),
-        cluster_queue("a", [group([GPU], ("a100", [quota(GPU, "8")]))], cohort="co"),
-        cluster_queue("b", [group([GPU], ("a100", [quota(GPU, "2", "3")]))], cohort="co"),
-        local_queue("a"), local_queue("b"),
-    ]
+    out: list[dict[str, object]] = [*two_gpu_queues(("8", None, None), ("2", "3", None))]
     for queue, used in (("a", used_a), ("b", used_b)):
         if used:
             out.append(workload(f"{queue}-running", queue, {GPU: str(used)},

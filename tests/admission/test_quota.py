@@ -18,11 +18,11 @@ from .builders import (
     flavor,
     group,
     load,
-    local_queue,
     quota,
     run,
     snapshot,
     states,
+    two_gpu_queues,
     workload,
 )
 
@@ -30,26 +30,16 @@ GPU = "nvidia.com/gpu"
 FR = ("a100", GPU)
 
 
-def _two_queues(a_gpu: tuple[str, str | None, str | None],
-                b_gpu: tuple[str, str | None, str | None]) -> list[dict[str, object]]:
-    return [
-        flavor("a100"),
-        cluster_queue("a", [group([GPU], ("a100", [quota(GPU, *a_gpu)]))], cohort="co"),
-        cluster_queue("b", [group([GPU], ("a100", [quota(GPU, *b_gpu)]))], cohort="co"),
-        local_queue("a"), local_queue("b"),
-    ]
-
-
 
 def test_cohort_subtree_quota_sums_members(tmp_path: Path) -> None:
-    snap = snapshot(load(tmp_path, _two_queues(("8", None, None), ("2", None, None))))
+    snap = snapshot(load(tmp_path, two_gpu_queues(("8", None, None), ("2", None, None))))
     assert snap.cohorts["co"].subtree_quota[FR] == 10_000
     assert snap.cluster_queues["a"].available(FR) == 10_000
     assert snap.cluster_queues["b"].potential_available(FR) == 10_000
 
 
 def test_lending_limit_keeps_quota_local(tmp_path: Path) -> None:
-    snap = snapshot(load(tmp_path, _two_queues(("8", None, "3"), ("2", None, None))))
+    snap = snapshot(load(tmp_path, two_gpu_queues(("8", None, "3"), ("2", None, None))))
     # a lends only 3 of its 8: the cohort sees 3 + 2, b can reach at most 5.
     assert snap.cohorts["co"].subtree_quota[FR] == 5_000
     assert snap.cluster_queues["a"].local_quota(FR) == 5_000
@@ -58,14 +48,14 @@ def test_lending_limit_keeps_quota_local(tmp_path: Path) -> None:
 
 
 def test_borrowing_limit_caps_what_a_queue_can_take(tmp_path: Path) -> None:
-    snap = snapshot(load(tmp_path, _two_queues(("8", None, None), ("2", "3", None))))
+    snap = snapshot(load(tmp_path, two_gpu_queues(("8", None, None), ("2", "3", None))))
     assert snap.cluster_queues["b"].potential_available(FR) == 5_000
     assert snap.cluster_queues["b"].available(FR) == 5_000
     assert snap.cluster_queues["a"].available(FR) == 10_000
 
 
 def test_usage_past_local_quota_bubbles_to_cohort(tmp_path: Path) -> None:
-    docs = [*_two_queues(("8", None, "3"), ("2", None, None)),
+    docs = [*two_gpu_queues(("8", None, "3"), ("2", None, None)),
             workload("w", "a", {GPU: "6"}, admitted=("a", {GPU: "a100"}))]
     snap = snapshot(load(tmp_path, docs))
     a, b, co = snap.cluster_queues["a"], snap.cluster_queues["b"], snap.cohorts["co"]
@@ -80,7 +70,7 @@ def test_usage_past_local_quota_bubbles_to_cohort(tmp_path: Path) -> None:
 
 
 def test_borrowing_detected_above_nominal(tmp_path: Path) -> None:
-    docs = [*_two_queues(("8", None, None), ("2", None, None)),
+    docs = [*two_gpu_queues(("8", None, None), ("2", None, None)),
             workload("w", "b", {GPU: "5"}, admitted=("b", {GPU: "a100"}))]
     snap = snapshot(load(tmp_path, docs))
     b = snap.cluster_queues["b"]
@@ -110,7 +100,7 @@ def test_hierarchical_cohort_quota_and_height(tmp_path: Path) -> None:
 
 
 def test_admission_respects_borrowing_limit(tmp_path: Path) -> None:
-    docs = [*_two_queues(("8", None, None), ("2", "1", None)),
+    docs = [*two_gpu_queues(("8", None, None), ("2", "1", None)),
             workload("small", "b", {GPU: "3"}, created=1),
             workload("big", "b", {GPU: "4"}, created=0)]
     data, _ = run(tmp_path, docs)
@@ -121,7 +111,7 @@ def test_admission_respects_borrowing_limit(tmp_path: Path) -> None:
 
 
 def test_admission_respects_lending_limit(tmp_path: Path) -> None:
-    docs = [*_two_queues(("8", None, "2"), ("2", None, None)),
+    docs = [*two_gpu_queues(("8", None, "2"), ("2", None, None)),
             workload("borrow", "b", {GPU: "5"})]
     data, _ = run(tmp_path, docs)
     # b may use its 2 plus the 2 that a lends: 5 exceeds the maximum.
@@ -134,7 +124,7 @@ def test_admission_respects_lending_limit(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("used", "expected"), [("0", "Admitted"), ("7", "Admitted"),
                                                 ("8", "Inadmissible")])
 def test_borrowed_quota_is_shared_with_usage(tmp_path: Path, used: str, expected: str) -> None:
-    docs = [*_two_queues(("8", None, None), ("2", None, None)),
+    docs = [*two_gpu_queues(("8", None, None), ("2", None, None)),
             workload("b-wl", "b", {GPU: "3"})]
     if used != "0":
         docs.append(workload("a-wl", "a", {GPU: used}, admitted=("a", {GPU: "a100"})))

@@ -29,6 +29,7 @@ from tests.chaos.harness import (
     violations,
     wait_for,
 )
+from tests.live.spillenv import POLICY
 
 from kubeberth.api.quantity import to_milli
 from kubeberth.live.admission import KueueResources
@@ -119,21 +120,6 @@ spec:
   minAvailable: 3
   selector: {{matchLabels: {{app: llm}}}}
 ---
-"""
-
-POLICY = """apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
-profiles:
-  - name: spill-return
-    pluginConfig:
-      - name: DefaultEvictor
-        args: {}
-      - name: RemovePodsViolatingNodeTaints
-        args:
-          includedTaints: ["vk.node.com/low-gpu-usage"]
-    plugins:
-      deschedule:
-        enabled: [RemovePodsViolatingNodeTaints]
 """
 
 

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.apiserver.conftest import CLUSTER
 from tests.realcluster.cluster import Api, RealCluster, kubectl, reset, wait_for
 
 from kubeberth.apiserver import EmbeddedServer, ManualClock
@@ -23,29 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "apiserver-conformance.md"
 REPORT = ROOT / ".cache" / "realcluster" / "kubectl-diff.md"
 
-SETUP = """\
-apiVersion: v1
-kind: Node
-metadata: {name: gpu-a, labels: {pool: gpu, node-role.kubernetes.io/worker: ""}}
-status:
-  allocatable: {cpu: "32", memory: 128Gi, nvidia.com/gpu: "4", pods: "110"}
----
-apiVersion: v1
-kind: Node
-metadata: {name: gpu-b, labels: {pool: gpu}}
-status:
-  allocatable: {cpu: "32", memory: 128Gi, nvidia.com/gpu: "4", pods: "110"}
----
-apiVersion: v1
-kind: Node
-metadata: {name: cpu-a, labels: {pool: cpu}}
-status:
-  allocatable: {cpu: "16", memory: 64Gi, pods: "110"}
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: high}
-value: 1000
+# The kubectl tests' cluster, then what the commands below read.
+SETUP = CLUSTER + """\
 ---
 apiVersion: v1
 kind: Pod
