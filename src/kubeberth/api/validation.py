@@ -26,8 +26,9 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TOLERATION_OPERATORS = ("Equal", "Exists")
 
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+# RFC 1123 subdomain and label (match with fullmatch); the DRA loader names its fields with them.
+SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _QUALIFIED = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 SUBDOMAIN_RULE = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
@@ -96,14 +97,14 @@ def check_subdomain(value: str, field: str, *, fold_case: bool = False) -> None:
     """``fold_case`` lets upper-case letters pass (see :func:`check_metadata`)."""
     if len(value) > 253:
         raise _invalid(field, value, "must be no more than 253 characters")
-    if _SUBDOMAIN.fullmatch(value.lower() if fold_case else value) is None:
+    if SUBDOMAIN.fullmatch(value.lower() if fold_case else value) is None:
         raise _invalid(field, value, SUBDOMAIN_RULE)
 
 
 def check_label(value: str, field: str, *, fold_case: bool = False) -> None:
     if len(value) > 63:
         raise _invalid(field, value, "must be no more than 63 characters")
-    if _LABEL.fullmatch(value.lower() if fold_case else value) is None:
+    if LABEL.fullmatch(value.lower() if fold_case else value) is None:
         raise _invalid(field, value, LABEL_RULE)
 
 

@@ -31,6 +31,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.api.objects import Pod
 from kubeberth.api.quantity import parse_quantity
 from kubeberth.api.selectors import compile_node_selector_term
+from kubeberth.api.validation import LABEL, SUBDOMAIN
 from kubeberth.config.manifests import Manifests, check_metadata
 from kubeberth.config.yamlsrc import Document, convert
 
@@ -38,9 +39,7 @@ KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate
 MAX_REQUESTS = 32
 MAX_SUBREQUESTS = 8
 MAX_COUNT = 128  # upstream's AllocationResultsMaxSize bounds a request's devices
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 @dataclass(slots=True)
@@ -109,7 +108,7 @@ def check_pod_claims(doc: Document, pod: Pod) -> None:
     names: set[str] = set()
     for i, c in enumerate(pod.spec.resource_claims):
         path = f"spec.resourceClaims[{i}]"
-        if not _DNS_LABEL.match(c.name):
+        if not LABEL.fullmatch(c.name):
             raise doc.error(f"claim name {c.name!r} is not a DNS label", field=f"{path}.name",
                             expected="a lowercase RFC 1123 label such as gpu")
         if c.name in names:
@@ -169,7 +168,7 @@ def _claim_spec(doc: Document, spec: DeviceClaim, path: str) -> None:
     names: dict[str, set[str]] = {}
     for i, req in enumerate(spec.requests):
         rp = f"{path}.requests[{i}]"
-        if not _DNS_LABEL.match(req.name):
+        if not LABEL.fullmatch(req.name):
             raise doc.error(f"request name {req.name!r} is not a DNS label", field=f"{rp}.name",
                             expected="a lowercase RFC 1123 label such as gpu")
         if req.name in names:
@@ -195,7 +194,7 @@ def _claim_spec(doc: Document, spec: DeviceClaim, path: str) -> None:
                                 expected=f"at most {MAX_SUBREQUESTS} subrequests")
             for j, sub in enumerate(req.first_available):
                 sp = f"{rp}.firstAvailable[{j}]"
-                if not _DNS_LABEL.match(sub.name) or sub.name in subs:
+                if not LABEL.fullmatch(sub.name) or sub.name in subs:
                     raise doc.error(f"subrequest name {sub.name!r} is not a unique DNS label",
                                     field=f"{sp}.name",
                                     expected="a unique lowercase RFC 1123 label")
@@ -233,14 +232,14 @@ def _class_name(doc: Document, name: str, path: str) -> None:
 
 def _qualified(doc: Document, name: str, path: str) -> None:
     domain, sep, ident = name.rpartition("/")
-    if not sep or not _DNS_SUBDOMAIN.match(domain) or not _C_IDENT.match(ident):
+    if not sep or not SUBDOMAIN.fullmatch(domain) or not _C_IDENT.fullmatch(ident):
         raise doc.error(f"{name!r} is not a fully qualified attribute name", field=path,
                         expected="<domain>/<attribute>, such as gpu.nvidia.com/nvlinkDomain")
 
 
 def _slice(doc: Document, rs: ResourceSlice) -> None:
     spec = rs.spec
-    if not spec.driver or not _DNS_SUBDOMAIN.match(spec.driver):
+    if not spec.driver or not SUBDOMAIN.fullmatch(spec.driver):
         raise doc.error(f"driver {spec.driver!r} is not a DNS subdomain", field="spec.driver",
                         expected="a driver name such as gpu.nvidia.com")
     if not spec.pool.name:
@@ -278,7 +277,7 @@ def _slice(doc: Document, rs: ResourceSlice) -> None:
     seen: set[str] = set()
     for i, dev in enumerate(spec.devices):
         dp = f"spec.devices[{i}]"
-        if not _DNS_LABEL.match(dev.name) or dev.name in seen:
+        if not LABEL.fullmatch(dev.name) or dev.name in seen:
             raise doc.error(f"device name {dev.name!r} is not a unique DNS label",
                             field=f"{dp}.name", expected="a unique lowercase RFC 1123 label")
         seen.add(dev.name)
