@@ -9,6 +9,7 @@ into milli-units, which keeps round-tripping a manifest lossless.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -297,6 +298,26 @@ class PriorityClass(_Object):
     global_default: bool = False
     preemption_policy: str = "PreemptLowerPriority"
     description: str = ""
+
+
+# The two classes every cluster has without a PriorityClass object (apiserver's SystemPriority*).
+SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000,
+                           "system-node-critical": 2000001000}
+
+
+def class_priority(name: str, classes: Mapping[str, PriorityClass]) -> int | None:
+    """The value the Priority admission plugin derives from a ``priorityClassName``: the named
+    class's (a system class's without an object), None when no such class exists; without a
+    name, the global default class's, else 0. Pods and native PodGroups both resolve this way."""
+    if name:
+        pc = classes.get(name)
+        if pc is not None:
+            return pc.value
+        return SYSTEM_PRIORITY_CLASSES.get(name)
+    for pc in classes.values():
+        if pc.global_default:
+            return pc.value
+    return 0
 
 
 class Namespace(_Object):

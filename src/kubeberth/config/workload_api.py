@@ -13,9 +13,10 @@ becomes a template, and each (workload, group, replica key) a PodGroup named
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kubeberth.api.objects import PodSpec
+from kubeberth.api.objects import PodSpec, PriorityClass, class_priority
 from kubeberth.api.workload_api import (
     V1ALPHA1,
     DisruptionMode,
@@ -42,7 +43,9 @@ class NativeGroup:
     min_count: int
     topology_key: str = ""
     priority_class_name: str = ""
-    priority: int | None = None
+    # The group's priority as the Priority admission plugin resolves it (KEP-5710): scheduling
+    # and preempting the group, and any member as a victim, use it rather than the pods' own.
+    priority: int = 0
     disruption_mode: str = "Single"
     # "workload/template" when created from a Workload's template, else "".
     template: str = ""
@@ -64,6 +67,8 @@ class WorkloadApi:
     groups: dict[str, NativeGroup] = field(default_factory=dict)
     v1alpha1: dict[tuple[str, str, str], NativeGroup] = field(default_factory=dict)
     workloads: dict[str, Workload] = field(default_factory=dict)
+    # The global default PriorityClass's value (0 without one): v1alpha1 groups carry no class.
+    default_priority: int = 0
 
     def group_name(self, namespace: str, spec: PodSpec) -> str:
         """``namespace/name`` of the native PodGroup a pod joins, or ``""``."""
@@ -92,7 +97,7 @@ class WorkloadApi:
         if template is None:
             return None
         made = NativeGroup(namespace, key.split("/", 1)[1], template.gang, template.min_count,
-                           template=template.template)
+                           priority=self.default_priority, template=template.template)
         self.groups[key] = made
         return made
 
@@ -131,18 +136,42 @@ def _topology(doc: Document, constraints: PodGroupSchedulingConstraints | None,
     return key
 
 
-def _disruption(doc: Document, mode: DisruptionMode | None, path: str) -> str:
+def _disruption(doc: Document, mode: DisruptionMode | None, gang: bool, path: str) -> str:
     if mode is None:
         return "Single"
     if (mode.single is None) == (mode.all is None):
         raise doc.error("disruptionMode must set exactly one of single or all", field=path,
                         expected="single: {} or all: {}")
+    if mode.all is not None and not gang:
+        # KEP-5710: the preemption unit is never larger than the scheduling unit.
+        raise doc.error("disruptionMode all needs a gang scheduling policy", field=f"{path}.all",
+                        expected="single: {} for a basic pod group, or a gang policy")
     return "All" if mode.all is not None else "Single"
+
+
+def _priority(doc: Document, name: str | None, explicit: int | None,
+              classes: Mapping[str, PriorityClass], path: str) -> int:
+    """The group's priority: its explicit ``priority`` (an admitted object carries both), else
+    its class's value, else the global default's, else 0 (KEP-5710's defaulting)."""
+    value = class_priority(name or "", classes)
+    if value is None:
+        raise doc.error(f"PriorityClass {name!r} does not exist",
+                        field=f"{path}.priorityClassName",
+                        expected="the name of a PriorityClass in the manifests, "
+                                 "system-cluster-critical or system-node-critical")
+    if explicit is None:
+        return value
+    if name and explicit != value:
+        raise doc.error(f"priority {explicit} differs from PriorityClass {name!r}'s value {value}",
+                        field=f"{path}.priority",
+                        expected="the class's value, or no priority (admission fills it in)")
+    return explicit
 
 
 def load_workload_api(m: Manifests) -> WorkloadApi:
     """Decode and validate every scheduling.k8s.io Workload and PodGroup in ``m``."""
-    out = WorkloadApi()
+    classes = {pc.metadata.name: pc for pc in m.priority_classes}
+    out = WorkloadApi(default_priority=class_priority("", classes) or 0)
     seen: dict[tuple[str, str, str], Document] = {}
     for doc in m.workload_api:
         if doc.kind == "Workload" and doc.api_version == V1ALPHA1:
@@ -170,9 +199,10 @@ def load_workload_api(m: Manifests) -> WorkloadApi:
             for i, t in enumerate(templates):
                 path = f"spec.podGroupTemplates[{i}]"
                 _name(doc, t.name, names, path)
-                _policy(doc, t.scheduling_policy, f"{path}.schedulingPolicy")
+                gang, _ = _policy(doc, t.scheduling_policy, f"{path}.schedulingPolicy")
                 _topology(doc, t.scheduling_constraints, f"{path}.schedulingConstraints")
-                _disruption(doc, t.disruption_mode, f"{path}.disruptionMode")
+                _disruption(doc, t.disruption_mode, gang, f"{path}.disruptionMode")
+                _priority(doc, t.priority_class_name, t.priority, classes, path)
             out.workloads[f"{wl.metadata.namespace}/{wl.metadata.name}"] = wl
         else:
             pg2 = convert(doc, PodGroup)
@@ -189,8 +219,9 @@ def load_workload_api(m: Manifests) -> WorkloadApi:
                 topology_key=_topology(doc, spec.scheduling_constraints,
                                        "spec.schedulingConstraints"),
                 priority_class_name=spec.priority_class_name or "",
-                priority=spec.priority,
-                disruption_mode=_disruption(doc, spec.disruption_mode, "spec.disruptionMode"),
+                priority=_priority(doc, spec.priority_class_name, spec.priority, classes, "spec"),
+                disruption_mode=_disruption(doc, spec.disruption_mode, gang,
+                                            "spec.disruptionMode"),
                 template=template)
             out.groups[group.key] = group
         first = seen.get(key)

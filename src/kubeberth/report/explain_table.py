@@ -111,6 +111,17 @@ def render_pod_group(console: Console, group: dict[str, Any]) -> None:
         row.append("" if placement["total"] is None else str(placement["total"]))
         t.add_row(*row)
     console.print(t)
+    pre = group.get("preemption")
+    if pre is not None:
+        by = f" ({pre['plugin']})" if pre["plugin"] else ""
+        console.print(f"  preemption{by}: {pre['result']}"
+                      + (f": {pre['message']}" if pre["message"] else ""), highlight=False)
+        if pre["victims"]:
+            console.print("    victims: " + ", ".join(pre["victims"]), highlight=False)
+        if pre["nominatedNodes"]:
+            console.print("    nominated: " + ", ".join(
+                f"{pod} → {node}" for pod, node in pre["nominatedNodes"].items()),
+                highlight=False)
     for note in group.get("notes", []):
         console.print(f"  note: {note}", highlight=False)
 

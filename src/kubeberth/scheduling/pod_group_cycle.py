@@ -18,8 +18,10 @@ its queued siblings are taken with it and the whole group is placed in one cycle
    Reserve or Permit says no, every pod of the group is given back. No placement: every pod is
    requeued unschedulable and nothing stays reserved.
 
-PostFilter (single-pod preemption) never runs for a group pod; podGroupPostFilter plugins run
-when no placement fits. Workload-aware preemption itself is not modelled yet (docs/gangs.md).
+PostFilter (single-pod preemption) never runs for a group pod. When no placement fits, the
+podGroupPostFilter plugins run once for the group (KEP-5710; DefaultPreemption's is workload-aware
+preemption): on Success their victims are evicted, each pod is nominated to the node the
+preemption placed it on, and the group is retried in a later cycle (docs/gangs.md).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from kubeberth.scheduling.framework.placement import (
     PlacementScores,
     PodGroupAssignments,
     PodGroupInfo,
+    PodGroupPostFilterResult,
+    ProposedAssignment,
     num_placements_to_score,
 )
 from kubeberth.scheduling.framework.runtime import Framework
@@ -54,6 +58,11 @@ PARTIAL_VERDICT = "PartialSuccess"
 UNSCHEDULABLE_VERDICT = "Unschedulable"
 ERROR_VERDICT = "Error"
 NOT_EVALUATED = "NotEvaluated"
+# Upstream runWorkloadAwarePreemption's own refusals.
+NO_POST_FILTER = ("default preemption plugin is not registered, workload aware preemption is "
+                  "disabled")
+TOPOLOGY_NOT_SUPPORTED = ("workload aware preemption is not supported for pod groups with "
+                          "scheduling constraints")
 
 
 @dataclass(slots=True)
@@ -74,6 +83,19 @@ class PlacementOutcome:
 
 
 @dataclass(slots=True)
+class Preemption:
+    """The podGroupPostFilter run of a failed cycle: the plugin that answered (none: the
+    host's own refusal), its status code and message, and on Success the victims (pod keys,
+    most important first) and the node each pod of the group is nominated to."""
+
+    plugin: str
+    code: Code
+    message: str
+    victims: list[str] = field(default_factory=list)
+    nominated: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class MemberOutcome:
     """What the cycle decided for one pod of the group (the scheduler turns it into a
     CycleResult): "assumed", "waiting", "unschedulable" or "error"."""
@@ -84,6 +106,7 @@ class MemberOutcome:
     status: Status = SUCCESS
     message: str = ""
     state: CycleState | None = None
+    nominated: str | None = None
 
 
 @dataclass(slots=True)
@@ -100,6 +123,7 @@ class GroupOutcome:
     result: str = UNSCHEDULABLE_VERDICT
     message: str = ""
     members: list[MemberOutcome] = field(default_factory=list)
+    preemption: Preemption | None = None
 
 
 @dataclass(slots=True)
@@ -170,10 +194,25 @@ class PodGroupCycle:
             return self._fail(out, qpis, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,)), msg)
         pfw = self.placement[fw.profile_name]
         gstate = CycleState()
+        trials, st = self._place(fw, pfw, gstate, info, qpis, out)
+        if trials is not None:
+            return self._commit(fw, out, trials)
+        if st.code == Code.UNSCHEDULABLE:
+            st = self._post_filter(fw, pfw, gstate, info, qpis, out, st)
+        return self._fail(out, qpis, st, st.message(), error=st.code == Code.ERROR)
+
+    def _place(self, fw: Framework, pfw: PlacementFramework, gstate: CycleState,
+               info: PodGroupInfo, qpis: list[QueuedPodInfo],
+               out: GroupOutcome) -> tuple[list[_Trial] | None, Status]:
+        """Upstream's podGroupSchedulingAlgorithm without PostFilter: generate placements,
+        evaluate them, score the feasible ones. Returns the chosen placement's trials (the
+        snapshot rolled back), or None and the failure, its message the group's."""
+        snap = self.sched.snapshot
+        group = info.group
         parent = Placement("", snap.node_ids())
         placements, st = pfw.run_generate(gstate, info, parent, snap)
         if not st.ok:
-            return self._fail(out, qpis, st, f"pod group {group.key}: {st.message()}")
+            return None, Status(st.code, (f"pod group {group.key}: {st.message()}",), st.plugin)
         total_nodes = sum(len(p.nodes) for p in placements)
         want = num_placements_to_score(pfw.percentage_of_placements_to_score, len(placements),
                                        total_nodes)
@@ -187,7 +226,7 @@ class PodGroupCycle:
                 continue
             trials, verdict = self._evaluate(fw, pfw, info, qpis, placement, po)
             if verdict.code == Code.ERROR:
-                return self._fail(out, qpis, verdict, verdict.message(), error=True)
+                return None, verdict
             if po.verdict in (SUCCESS_VERDICT, PARTIAL_VERDICT):
                 feasible.append((po, placement, trials))
         if not feasible:
@@ -195,8 +234,7 @@ class PodGroupCycle:
             detail = first_fail.message if first_fail is not None else "no placement"
             msg = (f"pod group {group.key}: no placement fits the group "
                    f"({len(placements)} placement(s)): {detail}")
-            self._post_filter(pfw, gstate, info, first)
-            return self._fail(out, qpis, Status(Code.UNSCHEDULABLE, (msg,)), msg)
+            return None, Status(Code.UNSCHEDULABLE, (msg,))
         best = 0
         if len(feasible) > 1:
             assignments = [PodGroupAssignments(p, [(t.qpi.info, t.node) for t in trials
@@ -204,12 +242,12 @@ class PodGroupCycle:
                            for _po, p, trials in feasible]
             scores, st = pfw.run_score(gstate, info, assignments, snap)
             if not st.ok:
-                return self._fail(out, qpis, st, st.message(), error=True)
+                return None, Status(Code.ERROR, st.reasons, st.plugin)
             self._record_scores(scores, [po for po, _p, _t in feasible])
             best = self._pick(scores)
         chosen, _placement, trials = feasible[best]
         out.chosen = chosen.name
-        return self._commit(fw, out, trials)
+        return trials, SUCCESS
 
     def _evaluate(self, fw: Framework, pfw: PlacementFramework, info: PodGroupInfo,
                   qpis: list[QueuedPodInfo], placement: Placement,
@@ -350,15 +388,41 @@ class PodGroupCycle:
                 out.members.append(MemberOutcome(t.qpi, "assumed", node_name, state=t.state))
         return out
 
-    def _post_filter(self, pfw: PlacementFramework, gstate: CycleState, info: PodGroupInfo,
-                     first: QueuedPodInfo) -> None:
-        """podGroupPostFilter plugins may free room; their victims are deleted by the host."""
+    def _post_filter(self, fw: Framework, pfw: PlacementFramework, gstate: CycleState,
+                     info: PodGroupInfo, qpis: list[QueuedPodInfo], out: GroupOutcome,
+                     failure: Status) -> Status:
+        """Upstream's runWorkloadAwarePreemption, once the group fits nowhere: the
+        podGroupPostFilter plugins may name victims. On Success the host evicts them and
+        nominates each pod to its proposed node; the group is retried in a later cycle. The
+        plugins' status is appended to the group's failure, as upstream's AppendReason."""
+        sched = self.sched
+        group = info.group
         if not pfw.post_filter:
-            return
-        result, st = pfw.run_post_filter(gstate, info, self.sched.snapshot)
-        if st.ok and result is not None:
-            for victim in result.victims:
-                self.sched.evictor(victim, first.info)
+            st = Status(Code.UNSCHEDULABLE, (NO_POST_FILTER,))
+        elif group.topology_key:
+            st = Status(Code.UNSCHEDULABLE, (TOPOLOGY_NOT_SUPPORTED,))
+        else:
+            def schedule() -> tuple[list[ProposedAssignment], Status]:
+                trials, st = self._place(fw, pfw, gstate, info, qpis,
+                                         GroupOutcome(group, out.profile, out.pods,
+                                                      out.scheduled_before))
+                if trials is None:
+                    return [], st
+                return [ProposedAssignment(t.qpi.info, t.node, t.state) for t in trials], st
+
+            result, st = pfw.run_post_filter(gstate, info, sched.snapshot, schedule)
+            if st.ok:
+                found = result or PodGroupPostFilterResult()
+                out.preemption = Preemption(st.plugin, st.code, st.message(),
+                                            [v.key for v in found.victims], dict(found.nominated))
+                for victim in found.victims:
+                    sched.evictor(victim, qpis[0].info)
+                return Status(failure.code, failure.reasons, failure.plugin)
+            if st.code == Code.ERROR:
+                out.preemption = Preemption(st.plugin, st.code, st.message())
+                return st
+        out.preemption = Preemption(st.plugin, st.code, st.message())
+        return Status(failure.code, (*failure.reasons, st.message()), failure.plugin)
 
     def _fail(self, out: GroupOutcome, qpis: list[QueuedPodInfo], st: Status, message: str,
               *, error: bool = False) -> GroupOutcome:
@@ -367,13 +431,19 @@ class PodGroupCycle:
         out.message = message
         plugins = {p.failed_plugin for p in out.placements if p.failed_plugin}
         status = Status(Code.ERROR if error else Code.UNSCHEDULABLE, (message,), st.plugin)
+        nominated = out.preemption.nominated if out.preemption is not None else {}
         for qpi in qpis:
             qpi.unschedulable_plugins = set(plugins) or ({st.plugin} if st.plugin else set())
+            # Waiting on preemption: nominated where the preemption placed it; otherwise any
+            # earlier nomination is cleared (upstream's clearNominatedNode).
+            node = nominated.get(qpi.info.key)
+            if node is not None or not nominated:
+                self.sched.set_nomination(qpi.info, node)
             out.members.append(MemberOutcome(qpi, "error" if error else "unschedulable",
-                                             status=status, message=message))
+                                             status=status, message=message, nominated=node))
             queue = self.sched.queue
             queue.add_unschedulable_if_not_present(qpi, queue.scheduling_cycle)
         return out
 
 
-__all__ = ["GroupOutcome", "MemberOutcome", "PlacementOutcome", "PodGroupCycle"]
+__all__ = ["GroupOutcome", "MemberOutcome", "PlacementOutcome", "PodGroupCycle", "Preemption"]

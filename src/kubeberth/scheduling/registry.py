@@ -24,7 +24,7 @@ MODULES = (
     "node_resources_fit",
     "pod_topology_spread",
     "inter_pod_affinity",
-    "default_preemption",
+    "workload_preemption",  # DefaultPreemption, with its PodGroupPostFilter
     "balanced_allocation",
     "default_binder",
     "coscheduling",

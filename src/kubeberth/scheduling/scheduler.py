@@ -248,7 +248,8 @@ class Scheduler:
         fw = self.frameworks[qpi.info.pod.spec.scheduler_name]
         out = self.groups.run(fw, qpi, group)
         results = [CycleResult(m.qpi, fw.profile_name, m.outcome, node=m.node, status=m.status,
-                               message=m.message, state=m.state, group=out)
+                               message=m.message, nominated_node=m.nominated, state=m.state,
+                               group=out)
                    for m in out.members]
         self._group_results.extend(results[1:])
         return results[0]
@@ -561,15 +562,24 @@ class Scheduler:
             # Lower-priority pods nominated to the same node lose their nomination.
             for other in self.handle.nominator.pods_for(node):
                 if other.priority < pod.priority:
-                    self.handle.nominator.remove(other)
-                    other.pod.status.nominated_node_name = ""
-                    if self.nominate:
-                        self.nominate(other, None)
-            self.handle.nominator.add(pod, node)
-            pod.pod.status.nominated_node_name = result.nominated_node
-            if self.nominate:
-                self.nominate(pod, result.nominated_node)
+                    self.set_nomination(other, None)
+            self.set_nomination(pod, result.nominated_node)
         self.queue.add_unschedulable_if_not_present(result.qpi, cycle)
+
+    def set_nomination(self, pod: PodInfo, node_name: str | None) -> None:
+        """Nominate ``pod`` to ``node_name`` (None: clear its nomination, if it has one) in the
+        nominator, the pod's status and the host."""
+        if node_name is None:
+            if self.handle.nominator.node_of(pod.key) is None and \
+                    not pod.pod.status.nominated_node_name:
+                return
+            self.handle.nominator.remove(pod)
+            pod.pod.status.nominated_node_name = ""
+        else:
+            self.handle.nominator.add(pod, self.snapshot.node_index[node_name])
+            pod.pod.status.nominated_node_name = node_name
+        if self.nominate:
+            self.nominate(pod, node_name)
 
     # ---- binding cycle ---------------------------------------------------------------------
     def bind(self, result: CycleResult) -> Status:

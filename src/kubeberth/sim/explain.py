@@ -26,7 +26,7 @@ from kubeberth.config.workloads import load_owners
 from kubeberth.scheduling.config.types import SchedulerConfiguration
 from kubeberth.scheduling.framework.extender import ExtenderVerdicts
 from kubeberth.scheduling.framework.registry import Registry
-from kubeberth.scheduling.framework.status import SUCCESS, Status
+from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
 from kubeberth.scheduling.pod_group_cycle import GroupOutcome
 from kubeberth.scheduling.scheduler import CycleResult, Scheduler
 from kubeberth.scheduling.volcano.conf import VolcanoConf, load_volcano_conf
@@ -168,8 +168,19 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
             entry["nodes"] = {}  # decided by the group's placements: see "podGroups"
             if all(g is not res.group for g in groups):
                 groups.append(res.group)
-        pods.append(entry)
-        by_key[res.pod.key] = entry
+                pre = res.group.preemption
+                if pre is not None and pre.code == Code.SUCCESS and pre.victims:
+                    # Its victims are gone: the group's next cycle runs now, as upstream's
+                    # does once their deletion requeues it; its pods' entries show that one.
+                    sched.queue.activate(res.group.pods)
+            earlier = by_key.get(res.pod.key)
+            if earlier is not None:
+                earlier.clear()
+                earlier.update(entry)
+                entry = earlier
+        if by_key.get(res.pod.key) is not entry:
+            pods.append(entry)
+            by_key[res.pod.key] = entry
         if res.outcome == "assumed":
             _bind(sched, res, entry)
         for done in sched.resolve_waiting(0.0):

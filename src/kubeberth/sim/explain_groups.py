@@ -1,16 +1,14 @@
 """The ``podGroups`` part of ``kubeberth explain -o json``: one entry per pod-group cycle, with
 its candidate placements, each one's feasibility (the first pod that did not fit and the plugin
 that said so), every placement-score plugin's raw, normalized and weighted score, and the
-chosen placement. Documented in docs/explain.md."""
+chosen placement; when it fitted nowhere, what workload-aware preemption (the podGroupPostFilter
+plugins) found. Documented in docs/explain.md."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kubeberth.scheduling.pod_group_cycle import GroupOutcome
-
-WORKLOAD_PREEMPTION_NOTE = ("workload-aware preemption (PodGroupPostFilter victims) is not "
-                            "modelled: a group that fits nowhere waits")
 
 
 def render_group(g: GroupOutcome) -> dict[str, Any]:
@@ -21,6 +19,7 @@ def render_group(g: GroupOutcome) -> dict[str, Any]:
         "policy": group.policy,
         "minCount": group.min_count,
         "topologyKey": group.topology_key or None,
+        "priority": group.priority,
         "disruptionMode": group.disruption_mode,
         "pods": list(g.pods),
         "scheduledBefore": list(g.scheduled_before),
@@ -41,8 +40,15 @@ def render_group(g: GroupOutcome) -> dict[str, Any]:
             "total": p.total,
             "chosen": p.name == g.chosen and g.chosen is not None,
         } for p in g.placements],
-        "notes": [] if g.result == "Scheduled" else [WORKLOAD_PREEMPTION_NOTE],
+        "preemption": None if (pre := g.preemption) is None else {
+            "plugin": pre.plugin or None,
+            "result": pre.code.label,
+            "message": pre.message,
+            "victims": list(pre.victims),
+            "nominatedNodes": dict(pre.nominated),
+        },
+        "notes": [],
     }
 
 
-__all__ = ["WORKLOAD_PREEMPTION_NOTE", "render_group"]
+__all__ = ["render_group"]

@@ -35,6 +35,7 @@ from kubeberth.api.objects import (
     PodHolder,
     PriorityClass,
     Taint,
+    class_priority,
 )
 from kubeberth.api.resources import (
     CPU,
@@ -193,19 +194,12 @@ def resolve_priority(pod: Pod, classes: dict[str, PriorityClass]) -> int:
     if pod.spec.priority is not None:
         return pod.spec.priority
     name = pod.spec.priority_class_name
-    if name:
-        pc = classes.get(name)
-        if pc is None:
-            if name in ("system-cluster-critical", "system-node-critical"):
-                return 2000000000 if name == "system-cluster-critical" else 2000001000
-            raise InputError(f"pod {pod.key} names PriorityClass {name!r}, which does not exist",
-                             field="spec.priorityClassName",
-                             expected="the name of a PriorityClass in the manifests")
-        return pc.value
-    for pc in classes.values():
-        if pc.global_default:
-            return pc.value
-    return 0
+    value = class_priority(name, classes)
+    if value is None:
+        raise InputError(f"pod {pod.key} names PriorityClass {name!r}, which does not exist",
+                         field="spec.priorityClassName",
+                         expected="the name of a PriorityClass in the manifests")
+    return value
 
 
 def make_pod_info(pod: Pod, classes: dict[str, PriorityClass] | None = None,

@@ -8,12 +8,13 @@ from typing import Any
 
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.handle import Handle
-from kubeberth.scheduling.framework.interface import PostFilterResult
 from kubeberth.scheduling.framework.placement import (
     PlacementScorePlugin,
     PodGroupAssignments,
     PodGroupInfo,
     PodGroupPostFilterPlugin,
+    PodGroupPostFilterResult,
+    PodGroupSchedulingFunc,
 )
 from kubeberth.scheduling.framework.status import SUCCESS, Status
 from kubeberth.state.cluster import ClusterState
@@ -42,10 +43,11 @@ class EvictBlockers(PodGroupPostFilterPlugin):
 
     NAME = name = "EvictBlockers"
 
-    def pod_group_post_filter(self, state: CycleState, group: PodGroupInfo,
-                              snap: ClusterState) -> tuple[PostFilterResult | None, Status]:
+    def pod_group_post_filter(self, state: CycleState, group: PodGroupInfo, snap: ClusterState,
+                              schedule: PodGroupSchedulingFunc
+                              ) -> tuple[PodGroupPostFilterResult | None, Status]:
         victims = [p for p in snap.pods.values() if p.labels.get("blocker")]
-        return PostFilterResult(victims=victims), SUCCESS
+        return PodGroupPostFilterResult(victims=victims), SUCCESS
 
     @staticmethod
     def new(args: Mapping[str, Any] | None, handle: Handle) -> EvictBlockers:

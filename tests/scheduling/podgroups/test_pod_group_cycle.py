@@ -90,12 +90,14 @@ def by_pod(out: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_v1alpha2_and_scheduler_plugins_podgroups_are_distinct(tmp_path: Path) -> None:
     docs = [pod_group("g", 2, RACK, disruptionMode={"all": {}}, priorityClassName="hi"),
             {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-             "metadata": {"name": "g"}, "spec": {"minMember": 3}}]
+             "metadata": {"name": "g"}, "spec": {"minMember": 3}},
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+             "metadata": {"name": "hi"}, "value": 7}]
     m = load_manifests([write(tmp_path, docs)])
     api = load_workload_api(m)
     g = api.groups["default/g"]
-    assert (g.gang, g.min_count, g.topology_key, g.disruption_mode, g.priority_class_name) == \
-        (True, 2, RACK, "All", "hi")
+    assert (g.gang, g.min_count, g.topology_key, g.disruption_mode, g.priority_class_name,
+            g.priority) == (True, 2, RACK, "All", "hi", 7)
     snap, _ = build_state(m)
     assert snap.objects.pod_groups["default/g"].spec.min_member == 3
 

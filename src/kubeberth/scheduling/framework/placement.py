@@ -1,6 +1,6 @@
 """The pod-group extension points of kube-scheduler 1.37 (KEP-4671, KEP-5732): placement
-generation, placement feasibility, placement scoring and pod-group PostFilter, and the
-runners that call them for one profile.
+generation, placement feasibility, placement scoring and pod-group PostFilter (KEP-5710), and
+the runners that call them for one profile.
 
 A Placement is a named set of candidate nodes; the pod-group cycle
 (:mod:`kubeberth.scheduling.pod_group_cycle`) schedules the group's pods inside each one and asks
@@ -12,6 +12,7 @@ NodeResourcesFit serves Filter, Score and ScorePlacement).
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,12 +21,7 @@ import numpy as np
 from kubeberth.config.workload_api import NativeGroup
 from kubeberth.scheduling.config.types import Profile
 from kubeberth.scheduling.framework.cycle_state import CycleState
-from kubeberth.scheduling.framework.interface import (
-    MAX_NODE_SCORE,
-    MIN_NODE_SCORE,
-    Plugin,
-    PostFilterResult,
-)
+from kubeberth.scheduling.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE, Plugin
 from kubeberth.scheduling.framework.runtime import Framework, checked_weights, expand_points
 from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
 from kubeberth.state.cluster import ClusterState, IntArray, PodInfo
@@ -93,11 +89,39 @@ class PlacementScorePlugin(Plugin):
         return None, SUCCESS
 
 
+@dataclass(slots=True)
+class ProposedAssignment:
+    """One pod of the group as the pod-group algorithm placed it (``node`` -1: nowhere), with
+    the cycle state its PreFilter and Filter ran with: earlier pods of the group assumed and
+    reserved, later ones unknown (KEP-5710's in-place reprieval reuses it)."""
+
+    pod: PodInfo
+    node: int
+    state: CycleState
+
+
+# Upstream's PodGroupSchedulingFunc: the pod-group algorithm (placements, feasibility, choice)
+# on the snapshot as it stands, without any PostFilter; the snapshot is left as it was.
+PodGroupSchedulingFunc = Callable[[], tuple[list[ProposedAssignment], Status]]
+
+
+@dataclass(slots=True)
+class PodGroupPostFilterResult:
+    """What a podGroupPostFilter plugin found: pods to evict and, per pod of the group (key),
+    the node it is nominated to."""
+
+    victims: list[PodInfo] = field(default_factory=list)
+    nominated: dict[str, str] = field(default_factory=dict)
+
+
 class PodGroupPostFilterPlugin(Plugin):
     @abstractmethod
-    def pod_group_post_filter(self, state: CycleState, group: PodGroupInfo,
-                              snap: ClusterState) -> tuple[PostFilterResult | None, Status]:
-        """Called when no placement fits: victims whose removal may let the group fit."""
+    def pod_group_post_filter(self, state: CycleState, group: PodGroupInfo, snap: ClusterState,
+                              schedule: PodGroupSchedulingFunc
+                              ) -> tuple[PodGroupPostFilterResult | None, Status]:
+        """Called once when no placement fits the group: Success with victims whose removal
+        lets it fit (``schedule`` re-runs the group's algorithm on the snapshot as the plugin
+        leaves it, which it must restore), Unschedulable when it cannot help."""
 
 
 POINT_KINDS: dict[str, type[Plugin]] = {
@@ -197,15 +221,20 @@ class PlacementFramework:
             per_plugin[p.name] = (raw, norm, weighted)
         return PlacementScores(per_plugin, totals), SUCCESS
 
-    def run_post_filter(self, state: CycleState, group: PodGroupInfo,
-                        snap: ClusterState) -> tuple[PostFilterResult | None, Status]:
+    def run_post_filter(self, state: CycleState, group: PodGroupInfo, snap: ClusterState,
+                        schedule: PodGroupSchedulingFunc
+                        ) -> tuple[PodGroupPostFilterResult | None, Status]:
+        """In configuration order; the first Success (or Error) ends the run, as PostFilter.
+        Otherwise the last plugin's Unschedulable status, so its reason can be shown."""
+        last = Status(Code.UNSCHEDULABLE)
         for p in self.post_filter:
-            result, st = p.pod_group_post_filter(state, group, snap)
-            if st.ok and result is not None:
-                return result, st
+            result, st = p.pod_group_post_filter(state, group, snap, schedule)
+            if st.ok:
+                return result, st.with_plugin(p.name)
             if st.code == Code.ERROR:
                 return None, st.with_plugin(p.name)
-        return None, Status(Code.UNSCHEDULABLE)
+            last = st.with_plugin(p.name)
+        return None, last
 
 
 def num_placements_to_score(percentage: int | None, placements: int, total_nodes: int) -> int:
@@ -231,5 +260,8 @@ __all__ = [
     "PodGroupAssignments",
     "PodGroupInfo",
     "PodGroupPostFilterPlugin",
+    "PodGroupPostFilterResult",
+    "PodGroupSchedulingFunc",
+    "ProposedAssignment",
     "num_placements_to_score",
 ]

@@ -11,9 +11,10 @@ Upstream dry-runs on copies of each NodeInfo; we mutate the shared snapshot in p
 restore it (matrices, per-node pod order and the global pod order) before returning, which is far
 cheaper than copying matrices. The plugin never acts: it returns the victims and the nominated
 node, and the host evicts, clears the lower-priority nominations to that node and nominates.
-Asynchronous preemption, extenders and pod-group (workload-aware) preemption are not modelled;
-candidates are examined sequentially, so the "stop once enough candidates are found"
-rule is exact rather than racy as in upstream's parallel search.
+Asynchronous preemption is not modelled. Candidates are examined sequentially, so the "stop
+once enough candidates are found" rule is exact rather than racy as in upstream's parallel
+search. The plugin's PodGroupPostFilter (workload-aware preemption) is in
+:mod:`kubeberth.scheduling.plugins.workload_preemption`, whose subclass the registry builds.
 """
 
 from __future__ import annotations
@@ -128,27 +129,39 @@ def compile_pdbs(pdbs: Iterable[PodDisruptionBudget]) -> list[CompiledPDB]:
     return out
 
 
+def pdb_violation_counts(units: Iterable[Sequence[PodInfo]], pdbs: Sequence[CompiledPDB]
+                         ) -> list[int]:
+    """For each preemption unit in order (a pod, or a pod group's pods), how many of its pods'
+    evictions would exceed a matching PDB's remaining disruption budget, counting each budget
+    down as upstream's FilterVictimsWithPDBViolation does. A pod already listed in a PDB's
+    disruptedPods does not consume that budget."""
+    allowed = [p.disruptions_allowed for p in pdbs]
+    counts: list[int] = []
+    for unit in units:
+        violations = 0
+        for pi in unit:
+            violated = False
+            labels = pi.labels
+            if labels:
+                for i, pdb in enumerate(pdbs):
+                    if pdb.namespace != pi.namespace or pdb.matches is None:
+                        continue
+                    if not pdb.matches(labels) or pi.name in pdb.disrupted:
+                        continue
+                    allowed[i] -= 1
+                    if allowed[i] < 0:
+                        violated = True
+            violations += violated
+        counts.append(violations)
+    return counts
+
+
 def filter_pods_with_pdb_violation(pods: Sequence[PodInfo], pdbs: Sequence[CompiledPDB]
                                    ) -> tuple[list[PodInfo], list[PodInfo]]:
-    """Split ``pods`` (order kept) into those whose eviction would exceed a matching PDB's
-    remaining disruption budget and the rest, counting down each budget as upstream does. A pod
-    already listed in a PDB's disruptedPods does not consume that budget."""
-    allowed = [p.disruptions_allowed for p in pdbs]
-    violating: list[PodInfo] = []
-    non_violating: list[PodInfo] = []
-    for pi in pods:
-        violated = False
-        labels = pi.labels
-        if labels:
-            for i, pdb in enumerate(pdbs):
-                if pdb.namespace != pi.namespace or pdb.matches is None:
-                    continue
-                if not pdb.matches(labels) or pi.name in pdb.disrupted:
-                    continue
-                allowed[i] -= 1
-                if allowed[i] < 0:
-                    violated = True
-        (violating if violated else non_violating).append(pi)
+    """Split ``pods`` (order kept) into those whose eviction would violate a PDB and the rest."""
+    counts = pdb_violation_counts(((pi,) for pi in pods), pdbs)
+    violating = [pi for pi, n in zip(pods, counts, strict=True) if n]
+    non_violating = [pi for pi, n in zip(pods, counts, strict=True) if not n]
     return violating, non_violating
 
 
@@ -377,7 +390,7 @@ def preemption_policy(pod: Pod, snap: ClusterState) -> str:
     return "PreemptLowerPriority"
 
 
-def _terminating_by_preemption(pod: Pod) -> bool:
+def terminating_by_preemption(pod: Pod) -> bool:
     """Being deleted with a DisruptionTarget condition the scheduler's preemption set."""
     if pod.metadata.deletion_timestamp is None:
         return False
@@ -387,7 +400,8 @@ def _terminating_by_preemption(pod: Pod) -> bool:
     return False
 
 
-def _nominated_node(pod: PodInfo, snap: ClusterState, nominator: Nominator) -> int | None:
+def nominated_node(pod: PodInfo, snap: ClusterState, nominator: Nominator) -> int | None:
+    """The node the pod is nominated to: the nominator's, else its status's (if present)."""
     node = nominator.node_of(pod.key)
     if node is not None:
         return node
@@ -405,13 +419,13 @@ def pod_eligible_to_preempt_others(pod: PodInfo, snap: ClusterState, diagnosis: 
     preemption (unless the filters now reject that node as unresolvable)."""
     if preemption_policy(pod.pod, snap) == "Never":
         return False, NOT_ELIGIBLE_NEVER
-    node = _nominated_node(pod, snap, nominator)
+    node = nominated_node(pod, snap, nominator)
     if node is None:
         return True, ""
     if node < len(diagnosis.codes) and diagnosis.codes[node] == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
         return True, ""
     for pi in snap.pods_on_node[node].values():
-        if pi.priority < pod.priority and _terminating_by_preemption(pi.pod):
+        if pi.priority < pod.priority and terminating_by_preemption(pi.pod):
             return False, NOT_ELIGIBLE_TERMINATING
     return True, ""
 
@@ -510,6 +524,3 @@ class DefaultPreemption(PostFilterPlugin):
                     Status(Code.UNSCHEDULABLE, (fit_error_message(int(all_nodes.size), statuses),)))
         return nominate(self.handle, pod, snap, candidates)
 
-
-def new(args: Mapping[str, Any] | None, handle: Handle) -> DefaultPreemption:
-    return DefaultPreemption(DefaultPreemptionArgs.parse(args), handle)
