@@ -57,3 +57,28 @@ def test_bad_podgroup_is_a_located_error(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert "bad.yaml:5" in res.output and "spec.schedulingPolicy.gang.minCount" in res.output
     assert "Traceback" not in res.output
+
+
+def test_higher_priority_group_preempts_a_whole_all_mode_group_and_binds() -> None:
+    """examples/native-gangs/preemption.yaml: the training gang preempts the whole batch gang
+    (disruptionMode All), is nominated, and binds in its next cycle; the table says so too."""
+    res = CliRunner().invoke(app, ["explain", "-f", str(EXAMPLE / "preemption.yaml"),
+                                   "-o", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    failed, bound = out["podGroups"]
+    assert (failed["podGroup"], failed["priority"], failed["result"]) == \
+        ("default/train", 1000, "Unschedulable")
+    pre = failed["preemption"]
+    assert (pre["plugin"], pre["result"]) == ("DefaultPreemption", "Success")
+    assert pre["victims"] == [f"default/batch-{i}" for i in range(4)]
+    assert (bound["podGroup"], bound["result"]) == ("default/train", "Scheduled")
+    placed = {p["pod"]: (p["result"], p["selectedNode"]) for p in out["pods"]}
+    assert {placed[k] for k in pre["nominatedNodes"]} == \
+        {("Scheduled", node) for node in pre["nominatedNodes"].values()}
+    assert len(set(pre["nominatedNodes"].values())) == 2
+    wide = Console(width=250, file=io.StringIO())
+    render_explain(wide, out)
+    table = wide.file.getvalue()  # type: ignore[attr-defined]
+    assert "preemption (DefaultPreemption): Success" in table
+    assert "victims: default/batch-0, default/batch-1, default/batch-2, default/batch-3" in table
