@@ -50,6 +50,7 @@ from kubeberth.scheduling.plugins import (
     default_preemption,
     node_resources_fit,
     priority_sort,
+    workload_preemption,
 )
 from kubeberth.scheduling.plugins.default_preemption import (
     Candidate,
@@ -167,7 +168,7 @@ def _world(nodes: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]
     snap.pdbs = [_pdb(i, p) for i, p in enumerate(pdbs or [])]
     handle = Handle(snap, clock=lambda: 0.0, rng=np.random.default_rng(seed))
     registry = Registry({m.NAME: m.new for m in
-                         (priority_sort, node_resources_fit, default_preemption, default_binder)})
+                         (priority_sort, node_resources_fit, workload_preemption, default_binder)})
     names = [priority_sort.NAME, node_resources_fit.NAME]
     for plugin in extra or []:
         registry.register(plugin.name, _factory(plugin))

@@ -135,25 +135,32 @@ class _Evaluator:
         self.snap.add_pod(pi, node, defer_devices=True)
         self.snap.place_gpu_devices(pi, devices or None)
 
+    def _tell(self, pi: PodInfo, node: int, assignments: Sequence[ProposedAssignment],
+              *, added: bool) -> Status:
+        """Every assigned pod's PreFilter state learns that ``pi`` is back on (or gone from)
+        ``node``; a failing extension is an Error, as upstream wraps it."""
+        fw = self.fw
+        change = fw.run_pre_filter_extension_add_pod if added else \
+            fw.run_pre_filter_extension_remove_pod
+        for a in assignments:
+            st = change(a.state, a.pod, pi, node, self.snap)
+            if not st.ok:
+                return Status(Code.ERROR, st.reasons, st.plugin)
+        return SUCCESS
+
     def remove(self, v: Victim, assignments: Sequence[ProposedAssignment]) -> Status:
         for pi, node in v.pods:
             self.off[pi.key] = (pi, node, pi.gpu_devices)
             self.snap.remove_pod(pi)
-            for a in assignments:
-                st = self.fw.run_pre_filter_extension_remove_pod(a.state, a.pod, pi, node,
-                                                                 self.snap)
-                if not st.ok:
-                    return Status(Code.ERROR, st.reasons, st.plugin)
+            if not (st := self._tell(pi, node, assignments, added=False)).ok:
+                return st
         return SUCCESS
 
     def add(self, v: Victim, assignments: Sequence[ProposedAssignment]) -> Status:
         for pi, node in v.pods:
             self._put_back(pi.key)
-            for a in assignments:
-                st = self.fw.run_pre_filter_extension_add_pod(a.state, a.pod, pi, node,
-                                                              self.snap)
-                if not st.ok:
-                    return Status(Code.ERROR, st.reasons, st.plugin)
+            if not (st := self._tell(pi, node, assignments, added=True)).ok:
+                return st
         return SUCCESS
 
     def reprieve(self, v: Victim, assignments: Sequence[ProposedAssignment]) -> tuple[bool, Status]:
