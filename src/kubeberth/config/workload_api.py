@@ -136,36 +136,32 @@ def _topology(doc: Document, constraints: PodGroupSchedulingConstraints | None,
     return key
 
 
-def _disruption(doc: Document, mode: DisruptionMode | None, gang: bool, path: str) -> str:
+def _disruption(doc: Document, mode: DisruptionMode | None, path: str) -> str:
     if mode is None:
         return "Single"
     if (mode.single is None) == (mode.all is None):
         raise doc.error("disruptionMode must set exactly one of single or all", field=path,
                         expected="single: {} or all: {}")
-    if mode.all is not None and not gang:
-        # KEP-5710: the preemption unit is never larger than the scheduling unit.
-        raise doc.error("disruptionMode all needs a gang scheduling policy", field=f"{path}.all",
-                        expected="single: {} for a basic pod group, or a gang policy")
     return "All" if mode.all is not None else "Single"
 
 
 def _priority(doc: Document, name: str | None, explicit: int | None,
               classes: Mapping[str, PriorityClass], path: str) -> int:
-    """The group's priority: its explicit ``priority`` (an admitted object carries both), else
-    its class's value, else the global default's, else 0 (KEP-5710's defaulting)."""
+    """The group's priority as 1.37's Priority admission plugin resolves it: its class's value,
+    else the global default class's, else 0. A ``priority`` already set (an admitted object
+    carries both) must be that value."""
     value = class_priority(name or "", classes)
     if value is None:
-        raise doc.error(f"PriorityClass {name!r} does not exist",
+        raise doc.error(f"no PriorityClass with name {name} was found",
                         field=f"{path}.priorityClassName",
                         expected="the name of a PriorityClass in the manifests, "
                                  "system-cluster-critical or system-node-critical")
-    if explicit is None:
-        return value
-    if name and explicit != value:
-        raise doc.error(f"priority {explicit} differs from PriorityClass {name!r}'s value {value}",
+    if explicit is not None and explicit != value:
+        raise doc.error(f"priority set in the pod group ({explicit}) must match the priority "
+                        f"computed ({value}) based on the priority class set in the spec",
                         field=f"{path}.priority",
-                        expected="the class's value, or no priority (admission fills it in)")
-    return explicit
+                        expected="no priority (admission fills it in), or the class's value")
+    return value
 
 
 def load_workload_api(m: Manifests) -> WorkloadApi:
@@ -199,9 +195,9 @@ def load_workload_api(m: Manifests) -> WorkloadApi:
             for i, t in enumerate(templates):
                 path = f"spec.podGroupTemplates[{i}]"
                 _name(doc, t.name, names, path)
-                gang, _ = _policy(doc, t.scheduling_policy, f"{path}.schedulingPolicy")
+                _policy(doc, t.scheduling_policy, f"{path}.schedulingPolicy")
                 _topology(doc, t.scheduling_constraints, f"{path}.schedulingConstraints")
-                _disruption(doc, t.disruption_mode, gang, f"{path}.disruptionMode")
+                _disruption(doc, t.disruption_mode, f"{path}.disruptionMode")
                 _priority(doc, t.priority_class_name, t.priority, classes, path)
             out.workloads[f"{wl.metadata.namespace}/{wl.metadata.name}"] = wl
         else:
@@ -220,8 +216,7 @@ def load_workload_api(m: Manifests) -> WorkloadApi:
                                        "spec.schedulingConstraints"),
                 priority_class_name=spec.priority_class_name or "",
                 priority=_priority(doc, spec.priority_class_name, spec.priority, classes, "spec"),
-                disruption_mode=_disruption(doc, spec.disruption_mode, gang,
-                                            "spec.disruptionMode"),
+                disruption_mode=_disruption(doc, spec.disruption_mode, "spec.disruptionMode"),
                 template=template)
             out.groups[group.key] = group
         first = seen.get(key)

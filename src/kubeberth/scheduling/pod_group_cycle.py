@@ -58,11 +58,6 @@ PARTIAL_VERDICT = "PartialSuccess"
 UNSCHEDULABLE_VERDICT = "Unschedulable"
 ERROR_VERDICT = "Error"
 NOT_EVALUATED = "NotEvaluated"
-# Upstream runWorkloadAwarePreemption's own refusals.
-NO_POST_FILTER = ("default preemption plugin is not registered, workload aware preemption is "
-                  "disabled")
-TOPOLOGY_NOT_SUPPORTED = ("workload aware preemption is not supported for pod groups with "
-                          "scheduling constraints")
 
 
 @dataclass(slots=True)
@@ -84,9 +79,9 @@ class PlacementOutcome:
 
 @dataclass(slots=True)
 class Preemption:
-    """The podGroupPostFilter run of a failed cycle: the plugin that answered (none: the
-    host's own refusal), its status code and message, and on Success the victims (pod keys,
-    most important first) and the node each pod of the group is nominated to."""
+    """The podGroupPostFilter run of a failed cycle: the plugin that answered ("" when none
+    did), its status code and message, and on Success the victims (pod keys, most important
+    first) and the node each pod of the group is nominated to ("": its nomination cleared)."""
 
     plugin: str
     code: Code
@@ -391,37 +386,31 @@ class PodGroupCycle:
     def _post_filter(self, fw: Framework, pfw: PlacementFramework, gstate: CycleState,
                      info: PodGroupInfo, qpis: list[QueuedPodInfo], out: GroupOutcome,
                      failure: Status) -> Status:
-        """Upstream's runWorkloadAwarePreemption, once the group fits nowhere: the
-        podGroupPostFilter plugins may name victims. On Success the host evicts them and
-        nominates each pod to its proposed node; the group is retried in a later cycle. The
-        plugins' status is appended to the group's failure, as upstream's AppendReason."""
+        """Upstream's podGroupCycle once the group fits nowhere: the podGroupPostFilter plugins
+        may free room. On Success the host evicts their victims and each pod is nominated where
+        they placed it; the group waits for a later cycle. Their status message is appended to
+        the group's failure as one more reason (upstream's AppendReason, even when empty); an
+        Error replaces it."""
         sched = self.sched
         group = info.group
-        if not pfw.post_filter:
-            st = Status(Code.UNSCHEDULABLE, (NO_POST_FILTER,))
-        elif group.topology_key:
-            st = Status(Code.UNSCHEDULABLE, (TOPOLOGY_NOT_SUPPORTED,))
-        else:
-            def schedule() -> tuple[list[ProposedAssignment], Status]:
-                trials, st = self._place(fw, pfw, gstate, info, qpis,
-                                         GroupOutcome(group, out.profile, out.pods,
-                                                      out.scheduled_before))
-                if trials is None:
-                    return [], st
-                return [ProposedAssignment(t.qpi.info, t.node, t.state) for t in trials], st
 
-            result, st = pfw.run_post_filter(gstate, info, sched.snapshot, schedule)
-            if st.ok:
-                found = result or PodGroupPostFilterResult()
-                out.preemption = Preemption(st.plugin, st.code, st.message(),
-                                            [v.key for v in found.victims], dict(found.nominated))
-                for victim in found.victims:
-                    sched.evictor(victim, qpis[0].info)
-                return Status(failure.code, failure.reasons, failure.plugin)
-            if st.code == Code.ERROR:
-                out.preemption = Preemption(st.plugin, st.code, st.message())
-                return st
-        out.preemption = Preemption(st.plugin, st.code, st.message())
+        def schedule() -> tuple[list[ProposedAssignment], Status]:
+            """The pod-group algorithm again, with a fresh cycle state, as upstream's
+            pgSchedulingFunc; the recorded outcome is a scratch one."""
+            scratch = GroupOutcome(group, out.profile, out.pods, out.scheduled_before)
+            trials, st = self._place(fw, pfw, CycleState(), info, qpis, scratch)
+            if trials is None:
+                return [], st
+            return [ProposedAssignment(t.qpi.info, t.node, t.state) for t in trials], st
+
+        result, st = pfw.run_post_filter(gstate, info, sched.snapshot, schedule)
+        found = result if st.ok and result is not None else PodGroupPostFilterResult()
+        out.preemption = Preemption(st.plugin, st.code, st.message(),
+                                    [v.key for v in found.victims], dict(found.nominated))
+        for victim in found.victims:
+            sched.evictor(victim, qpis[0].info)
+        if st.code == Code.ERROR:
+            return st
         return Status(failure.code, (*failure.reasons, st.message()), failure.plugin)
 
     def _fail(self, out: GroupOutcome, qpis: list[QueuedPodInfo], st: Status, message: str,
@@ -431,13 +420,15 @@ class PodGroupCycle:
         out.message = message
         plugins = {p.failed_plugin for p in out.placements if p.failed_plugin}
         status = Status(Code.ERROR if error else Code.UNSCHEDULABLE, (message,), st.plugin)
-        nominated = out.preemption.nominated if out.preemption is not None else {}
+        pre = out.preemption
+        # Waiting on preemption: each pod nominated where the preemption placed it (an empty
+        # name clears), the others untouched; otherwise upstream's clearNominatedNode.
+        nominated = pre.nominated if pre is not None and pre.code == Code.SUCCESS else None
         for qpi in qpis:
             qpi.unschedulable_plugins = set(plugins) or ({st.plugin} if st.plugin else set())
-            # Waiting on preemption: nominated where the preemption placed it; otherwise any
-            # earlier nomination is cleared (upstream's clearNominatedNode).
-            node = nominated.get(qpi.info.key)
-            if node is not None or not nominated:
+            key = qpi.info.key
+            node = nominated.get(key) or None if nominated is not None else None
+            if nominated is None or key in nominated:
                 self.sched.set_nomination(qpi.info, node)
             out.members.append(MemberOutcome(qpi, "error" if error else "unschedulable",
                                              status=status, message=message, nominated=node))

@@ -350,8 +350,11 @@ def test_out_of_tree_pod_group_post_filter_victims_are_evicted(tmp_path: Path) -
     m = load_manifests([write(tmp_path, docs)])
     cfg = load_scheduler_config(write(tmp_path, [{
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-        "profiles": [{"plugins": {"podGroupPostFilter": {"enabled": [
-            {"name": "EvictBlockers"}]}}}]}], "c.yaml"))
+        "profiles": [{"plugins": {"podGroupPostFilter": {
+            # DefaultPreemption would end the run first: no lower-priority victims is
+            # UnschedulableAndUnresolvable, which stops the plugins (as upstream).
+            "enabled": [{"name": "EvictBlockers"}],
+            "disabled": [{"name": "DefaultPreemption"}]}}}]}], "c.yaml"))
     snap, pending = build_state(m)
     evicted: list[str] = []
 

@@ -143,18 +143,47 @@ def test_preemption_policy_never_makes_the_group_ineligible(tmp_path: Path) -> N
         "pod group preemption: not eligible due to preemptionPolicy=Never."
 
 
-def test_topology_constrained_groups_are_not_preempted_for(tmp_path: Path) -> None:
-    docs = full_cluster("all")
+def test_a_rack_constrained_group_preempts_inside_one_rack(tmp_path: Path) -> None:
+    """1.37 preempts for topology-constrained groups too: the algorithm re-run picks a rack,
+    and with Single only the two batch pods in that rack go."""
+    docs = full_cluster("single")
     for d in docs:
         if d["kind"] == "Node":
-            d["metadata"]["labels"] = {RACK: "r"}
+            d["metadata"]["labels"] = {RACK: "rack-a" if d["metadata"]["name"] == "n1"
+                                       else "rack-b"}
         if d["metadata"]["name"] == "train":
             d["spec"]["schedulingConstraints"] = {"topology": [{"key": RACK}]}
+    out = run(tmp_path, docs)
+    first, second = groups(out)
+    pre = first["preemption"]
+    (node_name,) = set(pre["nominatedNodes"].values())
+    on_node = {"n1": ["default/batch-0", "default/batch-1"],
+               "n2": ["default/batch-2", "default/batch-3"]}
+    assert pre["victims"] == on_node[node_name]
+    assert pre["message"] == \
+        "pod group preemption: found a placement for podgroup, preempting 2 victims"
+    assert first["message"].endswith(", " + pre["message"])
+    assert second["result"] == "Scheduled"
+    assert {selected(out)[f"default/train-{i}"] for i in range(2)} == {node_name}
+
+
+def test_an_ongoing_preemption_keeps_the_nominations_and_evicts_nothing(tmp_path: Path) -> None:
+    """A batch pod still terminating from an earlier preemption on a node a training pod is
+    nominated to: Success without victims (upstream's isOngoingPreemption)."""
+    docs = full_cluster("all")
+    for d in docs:
+        name = d["metadata"]["name"]
+        if name == "batch-0":
+            d["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+            d["status"] = {"conditions": [{"type": "DisruptionTarget", "status": "True",
+                                           "reason": "PreemptionByScheduler"}]}
+        if name.startswith("train-"):
+            d["status"] = {"nominatedNodeName": "n1"}
     (g,) = groups(run(tmp_path, docs))
     assert g["preemption"] == {
-        "plugin": None, "result": "Unschedulable", "victims": [], "nominatedNodes": {},
-        "message": "workload aware preemption is not supported for pod groups with "
-                   "scheduling constraints"}
+        "plugin": "DefaultPreemption", "result": "Success", "victims": [],
+        "message": "pod group preemption: ongoing preemption on nominated nodes",
+        "nominatedNodes": {"default/train-0": "n1", "default/train-1": "n1"}}
 
 
 def test_podgroup_post_filter_can_be_disabled(tmp_path: Path) -> None:
@@ -162,8 +191,10 @@ def test_podgroup_post_filter_can_be_disabled(tmp_path: Path) -> None:
               "kind": "KubeSchedulerConfiguration",
               "profiles": [{"plugins": {"podGroupPostFilter": {"disabled": [{"name": "*"}]}}}]}
     (g,) = groups(run(tmp_path, full_cluster("all"), config))
-    assert g["preemption"]["result"] == "Unschedulable"
-    assert "workload aware preemption is disabled" in g["message"]
+    assert g["preemption"] == {"plugin": None, "result": "Unschedulable", "message": "",
+                               "victims": [], "nominatedNodes": {}}
+    # Upstream appends the plugins' (empty) status message as one more reason.
+    assert g["message"].endswith("Insufficient nvidia.com/gpu., ")
 
 
 # ---- victims and their order -------------------------------------------------------------------
@@ -224,14 +255,13 @@ def test_snapshot_is_restored_and_nothing_is_evicted_by_the_plugin(tmp_path: Pat
 
 # ---- loading -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(("spec", "field"), [
-    ({"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}},
-     "spec.disruptionMode.all"),
     ({"schedulingPolicy": {"basic": {}}, "priorityClassName": "nope"},
      "spec.priorityClassName"),
     ({"schedulingPolicy": {"basic": {}}, "priorityClassName": "low", "priority": 5},
      "spec.priority"),
+    ({"schedulingPolicy": {"basic": {}}, "priority": 5}, "spec.priority"),  # computed: 0
 ])
-def test_bad_priority_or_mode_names_the_field(tmp_path: Path, spec: dict[str, Any],
+def test_bad_priority_names_the_field(tmp_path: Path, spec: dict[str, Any],
                                               field: str) -> None:
     doc = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
            "metadata": {"name": "g"}, "spec": spec}

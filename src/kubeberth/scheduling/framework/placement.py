@@ -224,17 +224,25 @@ class PlacementFramework:
     def run_post_filter(self, state: CycleState, group: PodGroupInfo, snap: ClusterState,
                         schedule: PodGroupSchedulingFunc
                         ) -> tuple[PodGroupPostFilterResult | None, Status]:
-        """In configuration order; the first Success (or Error) ends the run, as PostFilter.
-        Otherwise the last plugin's Unschedulable status, so its reason can be shown."""
-        last = Status(Code.UNSCHEDULABLE)
+        """Upstream's RunPodGroupPostFilterPlugins: in configuration order, the first Success
+        or UnschedulableAndUnresolvable ends the run; Unschedulable reasons are collected (the
+        first such plugin is the rejector) and returned when no plugin succeeds; anything else
+        is an Error naming the plugin. No plugin: Unschedulable without a reason."""
+        reasons: list[str] = []
+        rejector = ""
         for p in self.post_filter:
             result, st = p.pod_group_post_filter(state, group, snap, schedule)
             if st.ok:
                 return result, st.with_plugin(p.name)
-            if st.code == Code.ERROR:
-                return None, st.with_plugin(p.name)
-            last = st.with_plugin(p.name)
-        return None, last
+            if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return result, st.with_plugin(p.name)
+            if st.code == Code.UNSCHEDULABLE:
+                reasons.extend(st.reasons)
+                rejector = rejector or p.name
+                continue
+            msg = f"error in {p.name!r} PodGroupPostFilter plugins: {st.message()}"
+            return None, Status(Code.ERROR, (msg,), p.name)
+        return None, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
 
 def num_placements_to_score(percentage: int | None, placements: int, total_nodes: int) -> int:

@@ -42,7 +42,6 @@ from kubeberth.scheduling.plugins import default_preemption
 from kubeberth.scheduling.plugins.default_preemption import (
     NAME,
     NOT_ELIGIBLE_NEVER,
-    NOT_ELIGIBLE_TERMINATING,
     compile_pdbs,
     filter_with_nominated,
     nominated_node,
@@ -54,7 +53,7 @@ from kubeberth.state.cluster import ClusterState, PodInfo
 
 MESSAGE_PREFIX = "pod group preemption: "
 NO_VICTIMS = "No preemption victims found for incoming preemptor"
-TOPOLOGY = "not supported with topology constraints"
+ONGOING = "ongoing preemption on nominated nodes"
 
 
 @dataclass(slots=True)
@@ -104,20 +103,14 @@ def domain_victims(snap: ClusterState) -> list[Victim]:
     return out
 
 
-def eligible(group: PodGroupInfo, priority: int, snap: ClusterState,
-             handle: Handle) -> tuple[bool, str]:
-    """Upstream ``preemptorEligibleToPreemptOthers``: no pod with preemptionPolicy Never, and
-    no lower-priority pod still terminating from an earlier preemption on a node a pod of the
-    group is nominated to."""
-    if any(preemption_policy(pi.pod, snap) == "Never" for pi in group.pods):
-        return False, NOT_ELIGIBLE_NEVER
+def ongoing_preemption(group: PodGroupInfo, priority: int, snap: ClusterState,
+                       handle: Handle) -> bool:
+    """Upstream ``isOngoingPreemption``: a lower-priority pod still terminating from an earlier
+    preemption on a node a pod of the group is nominated to."""
     nodes = {n for pi in group.pods if (n := nominated_node(pi, snap, handle.nominator))
              is not None}
-    for node in sorted(nodes):
-        for pi in snap.pods_on_node[node].values():
-            if victim_priority(pi, snap) < priority and terminating_by_preemption(pi.pod):
-                return False, NOT_ELIGIBLE_TERMINATING
-    return True, ""
+    return any(victim_priority(pi, snap) < priority and terminating_by_preemption(pi.pod)
+               for node in sorted(nodes) for pi in snap.pods_on_node[node].values())
 
 
 class _Evaluator:
@@ -193,11 +186,16 @@ class _Evaluator:
 
 def preempt(handle: Handle, group: PodGroupInfo, snap: ClusterState,
             schedule: PodGroupSchedulingFunc) -> tuple[PodGroupPostFilterResult | None, Status]:
-    """Upstream ``PodGroupEvaluator.Preempt``, without the executor: victims and nominations."""
+    """Upstream ``PodGroupEvaluator.Preempt``, without the executor: victims and nominations.
+    The group may not preempt when a pod's preemptionPolicy is Never (the pods' policy, as
+    upstream without the PodGroupPreemptionPolicy gate); while an earlier preemption of it is
+    still under way, it keeps its nominations and evicts nothing more."""
     priority = group.group.priority
-    ok, why = eligible(group, priority, snap, handle)
-    if not ok:
-        return None, Status(Code.UNSCHEDULABLE, (why,))
+    if any(preemption_policy(pi.pod, snap) == "Never" for pi in group.pods):
+        return None, Status(Code.UNSCHEDULABLE, (NOT_ELIGIBLE_NEVER,))
+    if ongoing_preemption(group, priority, snap, handle):
+        current = {pi.key: pi.pod.status.nominated_node_name for pi in group.pods}
+        return PodGroupPostFilterResult(nominated=current), Status(Code.SUCCESS, (ONGOING,))
     potential = [v for v in domain_victims(snap) if v.priority < priority]
     if not potential:
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (NO_VICTIMS,))
@@ -228,7 +226,8 @@ def preempt(handle: Handle, group: PodGroupInfo, snap: ClusterState,
         result = PodGroupPostFilterResult(
             victims=[pi for v in victims for pi, _ in v.pods],
             nominated={a.pod.key: snap.node_names[a.node] for a in valid})
-        return result, SUCCESS
+        found = f"found a placement for podgroup, preempting {len(result.victims)} victims"
+        return result, Status(Code.SUCCESS, (found,))
     finally:
         ev.restore()
         for node, order in orders.items():
@@ -249,8 +248,6 @@ class DefaultPreemption(default_preemption.DefaultPreemption, PodGroupPostFilter
     def pod_group_post_filter(self, state: CycleState, group: PodGroupInfo, snap: ClusterState,
                               schedule: PodGroupSchedulingFunc
                               ) -> tuple[PodGroupPostFilterResult | None, Status]:
-        if group.group.topology_key:
-            return None, Status(Code.UNSCHEDULABLE, (MESSAGE_PREFIX + TOPOLOGY,))
         result, st = preempt(self.handle, group, snap, schedule)
         if st.reasons:
             st = Status(st.code, (MESSAGE_PREFIX + st.message(),), st.plugin)
