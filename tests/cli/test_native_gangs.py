@@ -8,6 +8,7 @@ import io
 import json
 from pathlib import Path
 
+import yaml
 from rich.console import Console
 from tests.paths import ROOT
 from typer.testing import CliRunner
@@ -82,3 +83,21 @@ def test_higher_priority_group_preempts_a_whole_all_mode_group_and_binds() -> No
     table = wide.file.getvalue()  # type: ignore[attr-defined]
     assert "preemption (DefaultPreemption): Success" in table
     assert "victims: default/batch-0, default/batch-1, default/batch-2, default/batch-3" in table
+
+
+def test_simulate_evicts_and_recreates_the_preempted_group(tmp_path: Path) -> None:
+    """The same preemption in simulate: the batch pods are deleted and re-created (they have
+    no owner, so as themselves), counted as preempted; the training pods bind."""
+    docs = list(yaml.safe_load_all((EXAMPLE / "preemption.yaml").read_text()))
+    cluster, workload = tmp_path / "cluster.yaml", tmp_path / "workload.yaml"
+    cluster.write_text(yaml.safe_dump_all([d for d in docs if d["kind"] == "Node"]))
+    workload.write_text(yaml.safe_dump_all([d for d in docs if d["kind"] != "Node"]))
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["simulate", "--cluster", str(cluster), "-w", str(workload),
+                                   "--out-dir", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    with (out / "pods.csv").open() as f:
+        rows = {r["pod"]: r for r in csv.DictReader(f)}
+    assert [rows[f"default/batch-{i}"]["preempted"] for i in range(4)] == ["1"] * 4
+    assert {rows[f"default/train-{i}"]["node"] for i in range(2)} == {"n1", "n2"}
+    assert json.loads((out / "summary.json").read_text())["pods"]["preemptions"] == 4
