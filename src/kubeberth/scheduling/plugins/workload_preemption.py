@@ -10,10 +10,10 @@ A pod group that fits nowhere may evict lower-priority work. The domain is the w
 2. Every potential victim is removed and the pod-group algorithm runs once on what is left
    (placements, feasibility, choice, no PostFilter); if the group still does not fit, preemption
    cannot help.
-3. Victims are sorted most important first (priority, then a group before a lone pod, a larger
-   group first, then the earliest start) and reprieved in that order, those whose eviction would
-   violate a PodDisruptionBudget first: a unit is put back, whole, and kept if every pod of the
-   group still passes the Filter plugins on its proposed node, with the cycle state the
+3. Victims are sorted most important first (priority, then a group's unit before a lone pod,
+   more pods first, then the earliest start) and reprieved in that order, those whose eviction
+   would violate a PodDisruptionBudget first: a unit is put back, whole, and kept if every pod
+   of the group still passes the Filter plugins on its proposed node, with the cycle state the
    algorithm gave it and the earlier pods of the group assumed and reserved.
 4. What is left are the victims; each pod of the group is nominated to its proposed node.
 
@@ -59,7 +59,8 @@ ONGOING = "ongoing preemption on nominated nodes"
 @dataclass(slots=True)
 class Victim:
     """A preemption unit: its pods with the node each runs on, its priority, whether it is a
-    pod group's (upstream ``IsPodGroup``: its first pod joins a group) and its earliest start."""
+    pod group's (upstream ``IsGroup``: a whole group, or a pod that joins one) and its
+    earliest start."""
 
     pods: list[tuple[PodInfo, int]]
     priority: int
@@ -67,9 +68,9 @@ class Victim:
     earliest_start: float
 
     def importance(self) -> tuple[int, int, int, float]:
-        """Sort key, most important first (upstream ``MoreImportantVictim`` with workloads)."""
-        size = -len(self.pods) if self.group else 0
-        return (-self.priority, 0 if self.group else 1, size, self.earliest_start)
+        """Sort key, most important first (1.37's ``MoreImportantVictim``): higher priority,
+        a group's unit before a lone pod, more pods, then the earlier start."""
+        return (-self.priority, 0 if self.group else 1, -len(self.pods), self.earliest_start)
 
 
 def victim_priority(pi: PodInfo, snap: ClusterState) -> int:
