@@ -76,6 +76,7 @@ class QueueInfo:
 
 
 _F = TypeVar("_F")
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -161,29 +162,27 @@ class Session:
         return out
 
     # ---- combined functions (session_plugins.go) ---------------------------------------------
-    def job_order(self, left: JobInfo, right: JobInfo) -> int:
-        for tier in self._walk(self.fns.job_order, "job_order"):
+    def _order(self, table: dict[str, Callable[[_T, _T], int]], switch: str, left: _T,
+               right: _T, tie: tuple[int, int]) -> int:
+        """The first non-zero verdict, tier by tier; when every plugin abstains, ``tie`` (the
+        left and right creation order) decides, as Volcano's order functions do."""
+        for tier in self._walk(table, switch):
             for fn in tier:
                 j = fn(left, right)
                 if j != 0:
                     return int(j)
-        return (left.order > right.order) - (left.order < right.order)
+        return (tie[0] > tie[1]) - (tie[0] < tie[1])
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        return self._order(self.fns.job_order, "job_order", left, right,
+                           (left.order, right.order))
 
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
-        for tier in self._walk(self.fns.queue_order, "queue_order"):
-            for fn in tier:
-                j = fn(left, right)
-                if j != 0:
-                    return int(j)
-        return (left.order > right.order) - (left.order < right.order)
+        return self._order(self.fns.queue_order, "queue_order", left, right,
+                           (left.order, right.order))
 
     def task_order(self, left: PodInfo, right: PodInfo) -> int:
-        for tier in self._walk(self.fns.task_order, "task_order"):
-            for fn in tier:
-                j = fn(left, right)
-                if j != 0:
-                    return int(j)
-        return (left.seq > right.seq) - (left.seq < right.seq)
+        return self._order(self.fns.task_order, "task_order", left, right, (left.seq, right.seq))
 
     def job_ready(self, job: JobInfo) -> bool:
         return all(fn(job) for tier in self._walk(self.fns.job_ready, "job_ready")
