@@ -32,8 +32,8 @@ from kubeberth.api.objects import Pod
 from kubeberth.api.quantity import parse_quantity
 from kubeberth.api.selectors import compile_node_selector_term
 from kubeberth.api.validation import LABEL, SUBDOMAIN
-from kubeberth.config.manifests import Manifests, check_metadata
-from kubeberth.config.yamlsrc import Document, convert
+from kubeberth.config.manifests import Manifests, convert_object
+from kubeberth.config.yamlsrc import Document
 
 KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
 MAX_REQUESTS = 32
@@ -58,8 +58,7 @@ def load_dra(m: Manifests) -> DraObjects:
     out = DraObjects()
     for doc in m.of_kind(*KINDS):
         if doc.kind == "DeviceClass":
-            dc = convert(doc, DeviceClass)
-            check_metadata(doc, dc.metadata, namespaced=False)
+            dc = convert_object(doc, DeviceClass, namespaced=False)
             _selectors(doc, dc.spec.selectors, "spec.selectors")
             if dc.spec.extended_resource_name is not None:
                 raise doc.error("extendedResourceName is not modelled yet",
@@ -68,18 +67,15 @@ def load_dra(m: Manifests) -> DraObjects:
                                 "docs/dra.md)")
             out.classes.append(dc)
         elif doc.kind == "ResourceSlice":
-            rs = convert(doc, ResourceSlice)
-            check_metadata(doc, rs.metadata, namespaced=False)
+            rs = convert_object(doc, ResourceSlice, namespaced=False)
             _slice(doc, rs)
             out.slices.append(rs)
         elif doc.kind == "ResourceClaim":
-            rc = convert(doc, ResourceClaim)
-            check_metadata(doc, rc.metadata, namespaced=True)
+            rc = convert_object(doc, ResourceClaim, namespaced=True)
             _claim_spec(doc, rc.spec.devices, "spec.devices")
             out.claims.append(rc)
         else:
-            tpl = convert(doc, ResourceClaimTemplate)
-            check_metadata(doc, tpl.metadata, namespaced=True)
+            tpl = convert_object(doc, ResourceClaimTemplate, namespaced=True)
             _claim_spec(doc, tpl.spec.spec.devices, "spec.spec.devices")
             out.templates.append(tpl)
         _unique(m, doc)

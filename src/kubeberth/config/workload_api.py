@@ -25,8 +25,8 @@ from kubeberth.api.workload_api import (
     Workload,
     WorkloadV1alpha1,
 )
-from kubeberth.config.manifests import Manifests, check_metadata
-from kubeberth.config.yamlsrc import Document, convert
+from kubeberth.config.manifests import Manifests, convert_object
+from kubeberth.config.yamlsrc import Document
 
 MAX_POD_GROUP_TEMPLATES = 8
 
@@ -146,8 +146,7 @@ def load_workload_api(m: Manifests) -> WorkloadApi:
     seen: dict[tuple[str, str, str], Document] = {}
     for doc in m.workload_api:
         if doc.kind == "Workload" and doc.api_version == V1ALPHA1:
-            wl1 = convert(doc, WorkloadV1alpha1)
-            check_metadata(doc, wl1.metadata, namespaced=True)
+            wl1 = convert_object(doc, WorkloadV1alpha1, namespaced=True)
             key = ("Workload", wl1.metadata.namespace, wl1.metadata.name)
             names: set[str] = set()
             for i, pg in enumerate(wl1.spec.pod_groups):
@@ -158,8 +157,7 @@ def load_workload_api(m: Manifests) -> WorkloadApi:
                     NativeGroup(wl1.metadata.namespace, pg.name, gang, min_count,
                                 template=f"{wl1.metadata.name}/{pg.name}")
         elif doc.kind == "Workload":
-            wl = convert(doc, Workload)
-            check_metadata(doc, wl.metadata, namespaced=True)
+            wl = convert_object(doc, Workload, namespaced=True)
             key = ("Workload", wl.metadata.namespace, wl.metadata.name)
             templates = wl.spec.pod_group_templates
             if len(templates) > MAX_POD_GROUP_TEMPLATES:
@@ -175,8 +173,7 @@ def load_workload_api(m: Manifests) -> WorkloadApi:
                 _disruption(doc, t.disruption_mode, f"{path}.disruptionMode")
             out.workloads[f"{wl.metadata.namespace}/{wl.metadata.name}"] = wl
         else:
-            pg2 = convert(doc, PodGroup)
-            check_metadata(doc, pg2.metadata, namespaced=True)
+            pg2 = convert_object(doc, PodGroup, namespaced=True)
             key = ("PodGroup", pg2.metadata.namespace, pg2.metadata.name)
             spec = pg2.spec
             gang, min_count = _policy(doc, spec.scheduling_policy, "spec.schedulingPolicy")

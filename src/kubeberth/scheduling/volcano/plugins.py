@@ -21,12 +21,11 @@ from typing import Any
 import numpy as np
 
 from kubeberth.api.errors import InputError
-from kubeberth.api.resources import CPU, MEMORY, resource_map
+from kubeberth.api.resources import CPU, MEMORY
 from kubeberth.api.volcano import INQUEUE
 from kubeberth.scheduling.framework.cycle_state import CycleState
-from kubeberth.scheduling.plugins.volcano_proportion import QueueAttr, water_fill
+from kubeberth.scheduling.plugins.volcano_proportion import QueueAttr, queue_attr, water_fill
 from kubeberth.scheduling.plugins.volcano_resource import (
-    MAX_FLOAT,
     Default,
     VResource,
     add,
@@ -148,19 +147,6 @@ class Drf(Plugin):
         ssn.fns.on_deallocate[self.name] = update
 
 
-def _queue_limits(q: QueueInfo, attr: QueueAttr) -> None:
-    if q.queue is None:
-        return
-    spec = q.queue.spec
-    if spec.capability:
-        cap = from_milli(resource_map(spec.capability, "spec.capability"))
-        for k in (CPU, MEMORY):
-            if cap.get(k, 0.0) <= 0:
-                cap[k] = MAX_FLOAT
-        attr.capability = cap
-    attr.guarantee = from_milli(resource_map(spec.guarantee.resource, "spec.guarantee.resource"))
-
-
 class Proportion(Plugin):
     name = "proportion"
 
@@ -180,8 +166,7 @@ class Proportion(Plugin):
                 continue
             attr = attrs.get(q.name)
             if attr is None:
-                attr = attrs[q.name] = QueueAttr(q.name, q.weight)
-                _queue_limits(q, attr)
+                attr = attrs[q.name] = queue_attr(q.queue, q.name)
             add(attr.allocated, job.allocated)
             add(attr.request, job.allocated)
             for pi in job.pending:
