@@ -13,6 +13,7 @@ template that does not exist) are left to the scheduler, which reports them as u
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 from kubeberth.api.cel import compile_selector
@@ -104,12 +105,7 @@ def check_pod_claims(doc: Document, pod: Pod) -> None:
     names: set[str] = set()
     for i, c in enumerate(pod.spec.resource_claims):
         path = f"spec.resourceClaims[{i}]"
-        if not LABEL.fullmatch(c.name):
-            raise doc.error(f"claim name {c.name!r} is not a DNS label", field=f"{path}.name",
-                            expected="a lowercase RFC 1123 label such as gpu")
-        if c.name in names:
-            raise doc.error(f"claim {c.name!r} is listed twice", field=f"{path}.name",
-                            expected="unique names in spec.resourceClaims")
+        _new_label(doc, c.name, names, "claim", path, "unique names in spec.resourceClaims")
         names.add(c.name)
         if (c.resource_claim_name is None) == (c.resource_claim_template_name is None):
             raise doc.error(f"claim {c.name!r} must have exactly one source", field=path,
@@ -124,6 +120,17 @@ def check_pod_claims(doc: Document, pod: Pod) -> None:
                         f"container {ctr.name!r} uses claim {ref.name!r}, which the pod does "
                         "not list", field=f"spec.{kind}[{i}].resources.claims[{j}].name",
                         expected="the name of an entry in spec.resourceClaims")
+
+
+def _new_label(doc: Document, name: str, seen: Container[str], what: str, path: str,
+               unique: str) -> None:
+    """Claims and requests are named by DNS labels, unique among their siblings."""
+    if not LABEL.fullmatch(name):
+        raise doc.error(f"{what} name {name!r} is not a DNS label", field=f"{path}.name",
+                        expected="a lowercase RFC 1123 label such as gpu")
+    if name in seen:
+        raise doc.error(f"{what} {name!r} is listed twice", field=f"{path}.name",
+                        expected=unique)
 
 
 def _selectors(doc: Document, selectors: list[DeviceSelector], path: str) -> None:
@@ -164,12 +171,7 @@ def _claim_spec(doc: Document, spec: DeviceClaim, path: str) -> None:
     names: dict[str, set[str]] = {}
     for i, req in enumerate(spec.requests):
         rp = f"{path}.requests[{i}]"
-        if not LABEL.fullmatch(req.name):
-            raise doc.error(f"request name {req.name!r} is not a DNS label", field=f"{rp}.name",
-                            expected="a lowercase RFC 1123 label such as gpu")
-        if req.name in names:
-            raise doc.error(f"request {req.name!r} is listed twice", field=f"{rp}.name",
-                            expected="unique request names")
+        _new_label(doc, req.name, names, "request", rp, "unique request names")
         if (req.exactly is None) == (not req.first_available):
             raise doc.error(f"request {req.name!r} must have exactly one of exactly and "
                             "firstAvailable", field=rp,
