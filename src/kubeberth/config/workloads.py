@@ -31,7 +31,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.api.objects import LabelSelector, ObjectMeta, OwnerReference, Pod, PodSpec
 from kubeberth.api.resources import pod_requests
 from kubeberth.api.selectors import compile_label_selector
-from kubeberth.api.workloads import Deployment, Job, PodTemplateSpec, ReplicaSet
+from kubeberth.api.workloads import Deployment, Job, PodTemplateSpec, ReplicaSet, Replicated
 from kubeberth.config.manifests import (
     ANNOTATION_ARRIVAL,
     ANNOTATION_DURATION,
@@ -205,7 +205,7 @@ def _owner_timing(doc: Document, meta: ObjectMeta, lifetime_allowed: bool
     return arrival, lifetime
 
 
-def _replicated(doc: Document, obj: Deployment | ReplicaSet) -> Owner:
+def _replicated(doc: Document, obj: Replicated) -> Owner:
     meta = obj.metadata
     check_metadata(doc, meta, namespaced=True)
     _non_negative(doc, obj.spec.replicas, "spec.replicas")
