@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kubeberth.api.objects import PodSpec
+from kubeberth.api.objects import NamespacedName, PodSpec
 from kubeberth.api.workload_api import (
     V1ALPHA1,
     DisruptionMode,
@@ -32,7 +32,7 @@ MAX_POD_GROUP_TEMPLATES = 8
 
 
 @dataclass(frozen=True, slots=True)
-class NativeGroup:
+class NativeGroup(NamespacedName):
     """One PodGroup as the scheduler reads it, its policy resolved."""
 
     namespace: str
@@ -46,10 +46,6 @@ class NativeGroup:
     disruption_mode: str = "Single"
     # "workload/template" when created from a Workload's template, else "".
     template: str = ""
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
     @property
     def policy(self) -> str:
