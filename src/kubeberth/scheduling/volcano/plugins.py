@@ -65,16 +65,6 @@ def le_with_dimension(left: Mapping[str, float], right: Mapping[str, float],
     return all(left.get(k, 0.0) <= right.get(k, 0.0) + 0.1 for k, v in dims.items() if v > 0)
 
 
-def _no_args(option: PluginOption, allowed: tuple[str, ...] = ()) -> None:
-    for key in option.arguments:
-        if key not in allowed and not any(key.startswith(a + ".") for a in allowed
-                                          if a.endswith("resources")):
-            raise InputError(f"argument {key!r} of plugin {option.name} is not modelled",
-                             field=f"{option.name}.arguments.{key}",
-                             expected="arguments among " + (", ".join(allowed) or "none")
-                             + " (see docs/volcano.md)")
-
-
 class Priority(Plugin):
     name = "priority"
 
@@ -129,7 +119,6 @@ class Drf(Plugin):
 
     def __init__(self, option: PluginOption) -> None:
         super().__init__(option)
-        _no_args(option)
         if option.flags.get("hierarchy"):
             raise InputError("hierarchical DRF is not modelled yet",
                              field="drf.enableHierarchy", expected="no enableHierarchy")
@@ -152,7 +141,6 @@ class Proportion(Plugin):
 
     def __init__(self, option: PluginOption) -> None:
         super().__init__(option)
-        _no_args(option)
         self.attrs: dict[str, QueueAttr] = {}
 
     def on_session_open(self, ssn: Session) -> None:
@@ -234,11 +222,11 @@ class Proportion(Plugin):
 
 class Overcommit(Plugin):
     name = "overcommit"
+    arguments = ("overcommit-factor",)
     DEFAULT_FACTOR = 1.2
 
     def __init__(self, option: PluginOption) -> None:
         super().__init__(option)
-        _no_args(option, ("overcommit-factor",))
         raw = option.arguments.get("overcommit-factor", self.DEFAULT_FACTOR)
         if not isinstance(raw, int | float) or isinstance(raw, bool):
             raise InputError(f"overcommit-factor is {raw!r}",
@@ -275,10 +263,6 @@ class Overcommit(Plugin):
 class Predicates(Plugin):
     name = "predicates"
 
-    def __init__(self, option: PluginOption) -> None:
-        super().__init__(option)
-        _no_args(option)
-
     def on_session_open(self, ssn: Session) -> None:
         fw = ssn.kube
 
@@ -304,10 +288,6 @@ class Predicates(Plugin):
 class NodeOrder(Plugin):
     name = "nodeorder"
 
-    def __init__(self, option: PluginOption) -> None:
-        super().__init__(option)
-        _no_args(option)
-
     def on_session_open(self, ssn: Session) -> None:
         fw = ssn.kube
 
@@ -325,11 +305,10 @@ class NodeOrder(Plugin):
 
 class Binpack(Plugin):
     name = "binpack"
+    arguments = ("binpack.weight", "binpack.cpu", "binpack.memory", "binpack.resources")
 
     def __init__(self, option: PluginOption) -> None:
         super().__init__(option)
-        _no_args(option, ("binpack.weight", "binpack.cpu", "binpack.memory",
-                          "binpack.resources"))
         args = option.arguments
         self.weight = _int_arg(args, "binpack.weight", 1)
         self.resources: dict[str, int] = {CPU: _int_arg(args, "binpack.cpu", 1),

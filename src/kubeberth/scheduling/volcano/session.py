@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from kubeberth.api.errors import InputError
 from kubeberth.api.volcano import INQUEUE, PENDING, RUNNING, VolcanoPodGroup, VolcanoQueue
 from kubeberth.scheduling.framework.runtime import Framework
 from kubeberth.scheduling.plugins.volcano_resource import VResource, add, from_milli, sub
@@ -92,12 +93,23 @@ class Decision:
 
 
 class Plugin:
-    """A Volcano plugin: it registers functions in :meth:`on_session_open`."""
+    """A Volcano plugin: it registers functions in :meth:`on_session_open`. ``arguments`` names
+    the arguments it models (one ending in ``resources`` also covers ``<it>.<name>``); any other
+    is an error, so a run never silently differs from Volcano's."""
 
     name = ""
+    arguments: tuple[str, ...] = ()
 
     def __init__(self, option: PluginOption) -> None:
         self.option = option
+        allowed = self.arguments
+        for key in option.arguments:
+            if key not in allowed and not any(key.startswith(a + ".") for a in allowed
+                                              if a.endswith("resources")):
+                raise InputError(f"argument {key!r} of plugin {option.name} is not modelled",
+                                 field=f"{option.name}.arguments.{key}",
+                                 expected="arguments among " + (", ".join(allowed) or "none")
+                                 + " (see docs/volcano.md)")
 
     def on_session_open(self, ssn: Session) -> None:
         raise NotImplementedError
