@@ -24,6 +24,7 @@ import msgspec
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import (
     LabelSelector,
+    NamespacedName,
     Pod,
     PodSpec,
     PriorityClass,
@@ -206,7 +207,7 @@ class Admission:
 
 
 @dataclass(slots=True)
-class Workload:
+class Workload(NamespacedName):
     """A Kueue Workload: what is asked (podSets), where it queues, and its admission if any."""
 
     namespace: str
@@ -237,10 +238,6 @@ class Workload:
     # Pods owned by this workload (plain pods and pod groups) -> their podSet; gated until
     # admission.
     pods: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
     @property
     def queue_time(self) -> float:

@@ -65,6 +65,19 @@ class _Object(_K8s):
         return f"{self.metadata.namespace or 'default'}/{self.metadata.name}"
 
 
+class NamespacedName:
+    """Mixin for the records kubeberth derives from an object (a workload, a pod group, a pod's
+    disruption view): ``key`` is ``namespace/name``, as in :attr:`_Object.key`."""
+
+    __slots__ = ()
+    namespace: str
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
 class LabelSelectorRequirement(_K8s):
     key: str
     operator: str

@@ -1,5 +1,7 @@
-"""The custom resources of batch schedulers that kube-scheduler plugins read: PodGroup,
-ElasticQuota (kubernetes-sigs/scheduler-plugins) and Volcano's Queue and PodGroup.
+"""The custom resources of batch schedulers that kube-scheduler plugins read: PodGroup and
+ElasticQuota (kubernetes-sigs/scheduler-plugins), and the pod annotations naming a Volcano
+PodGroup or Queue (the Queue itself is :class:`kubeberth.api.volcano.VolcanoQueue`, one type for
+the VolcanoProportion plugin and the Volcano scheduler).
 
 They are typed here, as :mod:`kubeberth.api.objects` types the core kinds, so that pasted
 upstream YAML decodes field for field. Only the fields the gang, capacity and fair-share plugins
@@ -46,24 +48,6 @@ class ElasticQuota(_Object):
     spec: ElasticQuotaSpec = msgspec.field(default_factory=ElasticQuotaSpec)
 
 
-class Guarantee(_K8s):
-    resource: ResourceMap = msgspec.field(default_factory=dict)
-
-
-class QueueSpec(_K8s):
-    """Volcano ``QueueSpec``: the fields the proportion plugin reads."""
-
-    weight: int = 1
-    capability: ResourceMap = msgspec.field(default_factory=dict)
-    guarantee: Guarantee = msgspec.field(default_factory=Guarantee)
-
-
-class Queue(_Object):
-    api_version: str = ""
-    kind: str = "Queue"
-    spec: QueueSpec = msgspec.field(default_factory=QueueSpec)
-
-
 __all__ = [
     "POD_GROUP_LABEL",
     "VOLCANO_DEFAULT_QUEUE",
@@ -71,9 +55,6 @@ __all__ = [
     "VOLCANO_QUEUE_ANNOTATION",
     "ElasticQuota",
     "ElasticQuotaSpec",
-    "Guarantee",
     "PodGroup",
     "PodGroupSpec",
-    "Queue",
-    "QueueSpec",
 ]

@@ -28,16 +28,20 @@ class ReplicatedSpec(_K8s):
     template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
 
 
-class ReplicaSet(_Object):
+class Replicated(_Object):
+    """A ReplicaSet or a Deployment: apps/v1 with a :class:`ReplicatedSpec`; each sets its kind."""
+
     api_version: str = "apps/v1"
+    kind: str = ""
+    spec: ReplicatedSpec = msgspec.field(default_factory=ReplicatedSpec)
+
+
+class ReplicaSet(Replicated):
     kind: str = "ReplicaSet"
-    spec: ReplicatedSpec = msgspec.field(default_factory=ReplicatedSpec)
 
 
-class Deployment(_Object):
-    api_version: str = "apps/v1"
+class Deployment(Replicated):
     kind: str = "Deployment"
-    spec: ReplicatedSpec = msgspec.field(default_factory=ReplicatedSpec)
 
 
 class JobSpec(_K8s):

@@ -13,6 +13,7 @@ template that does not exist) are left to the scheduler, which reports them as u
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 from kubeberth.api.cel import compile_selector
@@ -32,8 +33,8 @@ from kubeberth.api.objects import Pod
 from kubeberth.api.quantity import parse_quantity
 from kubeberth.api.selectors import compile_node_selector_term
 from kubeberth.api.validation import LABEL, SUBDOMAIN
-from kubeberth.config.manifests import Manifests, check_metadata
-from kubeberth.config.yamlsrc import Document, convert
+from kubeberth.config.manifests import Manifests, convert_object
+from kubeberth.config.yamlsrc import Document
 
 KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
 MAX_REQUESTS = 32
@@ -58,8 +59,7 @@ def load_dra(m: Manifests) -> DraObjects:
     out = DraObjects()
     for doc in m.of_kind(*KINDS):
         if doc.kind == "DeviceClass":
-            dc = convert(doc, DeviceClass)
-            check_metadata(doc, dc.metadata, namespaced=False)
+            dc = convert_object(doc, DeviceClass, namespaced=False)
             _selectors(doc, dc.spec.selectors, "spec.selectors")
             if dc.spec.extended_resource_name is not None:
                 raise doc.error("extendedResourceName is not modelled yet",
@@ -68,18 +68,15 @@ def load_dra(m: Manifests) -> DraObjects:
                                 "docs/dra.md)")
             out.classes.append(dc)
         elif doc.kind == "ResourceSlice":
-            rs = convert(doc, ResourceSlice)
-            check_metadata(doc, rs.metadata, namespaced=False)
+            rs = convert_object(doc, ResourceSlice, namespaced=False)
             _slice(doc, rs)
             out.slices.append(rs)
         elif doc.kind == "ResourceClaim":
-            rc = convert(doc, ResourceClaim)
-            check_metadata(doc, rc.metadata, namespaced=True)
+            rc = convert_object(doc, ResourceClaim, namespaced=True)
             _claim_spec(doc, rc.spec.devices, "spec.devices")
             out.claims.append(rc)
         else:
-            tpl = convert(doc, ResourceClaimTemplate)
-            check_metadata(doc, tpl.metadata, namespaced=True)
+            tpl = convert_object(doc, ResourceClaimTemplate, namespaced=True)
             _claim_spec(doc, tpl.spec.spec.devices, "spec.spec.devices")
             out.templates.append(tpl)
         _unique(m, doc)
@@ -108,12 +105,7 @@ def check_pod_claims(doc: Document, pod: Pod) -> None:
     names: set[str] = set()
     for i, c in enumerate(pod.spec.resource_claims):
         path = f"spec.resourceClaims[{i}]"
-        if not LABEL.fullmatch(c.name):
-            raise doc.error(f"claim name {c.name!r} is not a DNS label", field=f"{path}.name",
-                            expected="a lowercase RFC 1123 label such as gpu")
-        if c.name in names:
-            raise doc.error(f"claim {c.name!r} is listed twice", field=f"{path}.name",
-                            expected="unique names in spec.resourceClaims")
+        _new_label(doc, c.name, names, "claim", path, "unique names in spec.resourceClaims")
         names.add(c.name)
         if (c.resource_claim_name is None) == (c.resource_claim_template_name is None):
             raise doc.error(f"claim {c.name!r} must have exactly one source", field=path,
@@ -128,6 +120,17 @@ def check_pod_claims(doc: Document, pod: Pod) -> None:
                         f"container {ctr.name!r} uses claim {ref.name!r}, which the pod does "
                         "not list", field=f"spec.{kind}[{i}].resources.claims[{j}].name",
                         expected="the name of an entry in spec.resourceClaims")
+
+
+def _new_label(doc: Document, name: str, seen: Container[str], what: str, path: str,
+               unique: str) -> None:
+    """Claims and requests are named by DNS labels, unique among their siblings."""
+    if not LABEL.fullmatch(name):
+        raise doc.error(f"{what} name {name!r} is not a DNS label", field=f"{path}.name",
+                        expected="a lowercase RFC 1123 label such as gpu")
+    if name in seen:
+        raise doc.error(f"{what} {name!r} is listed twice", field=f"{path}.name",
+                        expected=unique)
 
 
 def _selectors(doc: Document, selectors: list[DeviceSelector], path: str) -> None:
@@ -168,12 +171,7 @@ def _claim_spec(doc: Document, spec: DeviceClaim, path: str) -> None:
     names: dict[str, set[str]] = {}
     for i, req in enumerate(spec.requests):
         rp = f"{path}.requests[{i}]"
-        if not LABEL.fullmatch(req.name):
-            raise doc.error(f"request name {req.name!r} is not a DNS label", field=f"{rp}.name",
-                            expected="a lowercase RFC 1123 label such as gpu")
-        if req.name in names:
-            raise doc.error(f"request {req.name!r} is listed twice", field=f"{rp}.name",
-                            expected="unique request names")
+        _new_label(doc, req.name, names, "request", rp, "unique request names")
         if (req.exactly is None) == (not req.first_available):
             raise doc.error(f"request {req.name!r} must have exactly one of exactly and "
                             "firstAvailable", field=rp,

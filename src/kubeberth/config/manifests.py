@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.objects import (
@@ -46,6 +47,13 @@ DEFAULT_NAMESPACE = "default"
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 _PERCENT = re.compile(r"[0-9]+%")
+
+
+class _TopLevel(Protocol):
+    metadata: ObjectMeta
+
+
+_O = TypeVar("_O", bound=_TopLevel)
 
 _CORE = ("v1",)
 VOLCANO_JOB_API = "batch.volcano.sh/v1alpha1"
@@ -242,6 +250,14 @@ def check_metadata(doc: Document, meta: ObjectMeta, *, namespaced: bool) -> None
         meta.namespace = DEFAULT_NAMESPACE
 
 
+def convert_object(doc: Document, type_: type[_O], *, namespaced: bool) -> _O:
+    """Decode ``doc`` as a top-level object of ``type_`` and check its metadata, as every
+    loader does before its kind's own checks."""
+    obj = convert(doc, type_)
+    check_metadata(doc, obj.metadata, namespaced=namespaced)
+    return obj
+
+
 def _remember(out: Manifests, doc: Document, kind: str, namespace: str, name: str) -> None:
     key = (kind, namespace, name)
     first = out.origins.get(key)
@@ -259,8 +275,7 @@ def _where(doc: Document) -> str:
 
 # Names are checked as the API server checks them, upper case aside (api/validation.py says why).
 def _pod(doc: Document) -> Pod:
-    pod = convert(doc, Pod)
-    check_metadata(doc, pod.metadata, namespaced=True)
+    pod = convert_object(doc, Pod, namespaced=True)
     spec = pod.spec
     if spec.preemption_policy is not None and spec.preemption_policy not in PREEMPTION_POLICIES:
         raise doc.error(f"unknown preemptionPolicy {spec.preemption_policy!r}",
@@ -278,8 +293,7 @@ def _pod(doc: Document) -> Pod:
 
 
 def _node(doc: Document) -> Node:
-    node = convert(doc, Node)
-    check_metadata(doc, node.metadata, namespaced=False)
+    node = convert_object(doc, Node, namespaced=False)
     with doc.located():
         validate_node(node, fold_case=True)
         node_allocatable(node)
@@ -288,8 +302,7 @@ def _node(doc: Document) -> Node:
 
 
 def _priority_class(doc: Document) -> PriorityClass:
-    pc = convert(doc, PriorityClass)
-    check_metadata(doc, pc.metadata, namespaced=False)
+    pc = convert_object(doc, PriorityClass, namespaced=False)
     with doc.located():
         validate_priority_class(pc, fold_case=True)
     if pc.value > HIGHEST_USER_DEFINABLE_PRIORITY and not pc.metadata.name.startswith("system-"):
@@ -303,8 +316,7 @@ def _priority_class(doc: Document) -> PriorityClass:
 
 
 def _pdb(doc: Document) -> PodDisruptionBudget:
-    pdb = convert(doc, PodDisruptionBudget)
-    check_metadata(doc, pdb.metadata, namespaced=True)
+    pdb = convert_object(doc, PodDisruptionBudget, namespaced=True)
     spec = pdb.spec
     if spec.min_available is not None and spec.max_unavailable is not None:
         raise doc.error("minAvailable and maxUnavailable are both set", field="spec.maxUnavailable",
@@ -326,8 +338,7 @@ def _pdb(doc: Document) -> PodDisruptionBudget:
 
 
 def _namespace(doc: Document) -> Namespace:
-    ns = convert(doc, Namespace)
-    check_metadata(doc, ns.metadata, namespaced=False)
+    ns = convert_object(doc, Namespace, namespaced=False)
     with doc.located():
         check_label(ns.metadata.name, "metadata.name", fold_case=True)
     return ns

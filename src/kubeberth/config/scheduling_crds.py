@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 
 from kubeberth.api.objects import Pod, ResourceMap
 from kubeberth.api.resources import resource_map
-from kubeberth.api.scheduling_crds import ElasticQuota, PodGroup, Queue
-from kubeberth.config.manifests import Manifests, check_metadata, pod_timing
-from kubeberth.config.yamlsrc import Document, convert
+from kubeberth.api.scheduling_crds import ElasticQuota, PodGroup
+from kubeberth.api.volcano import VolcanoQueue
+from kubeberth.config.manifests import Manifests, convert_object, pod_timing
+from kubeberth.config.volcano import convert_queue
+from kubeberth.config.yamlsrc import Document
 
 
 @dataclass(slots=True)
@@ -35,7 +37,7 @@ class CreatedPodGroup:
 class SchedulingCrds:
     pod_groups: list[CreatedPodGroup] = field(default_factory=list)
     elastic_quotas: list[ElasticQuota] = field(default_factory=list)
-    queues: list[Queue] = field(default_factory=list)
+    queues: list[VolcanoQueue] = field(default_factory=list)
 
 
 def _quantities(doc: Document, values: ResourceMap | None, path: str) -> None:
@@ -58,8 +60,7 @@ def load_scheduling_crds(m: Manifests) -> SchedulingCrds:
     quota_ns: dict[str, Document] = {}
     for order, doc in enumerate(m.of_kind("PodGroup", "ElasticQuota", "Queue")):
         if doc.kind == "PodGroup":
-            pg = convert(doc, PodGroup)
-            check_metadata(doc, pg.metadata, namespaced=True)
+            pg = convert_object(doc, PodGroup, namespaced=True)
             _non_negative(doc, pg.spec.min_member, "spec.minMember")
             _non_negative(doc, pg.spec.schedule_timeout_seconds, "spec.scheduleTimeoutSeconds")
             _quantities(doc, pg.spec.min_resources, "spec.minResources")
@@ -69,8 +70,7 @@ def load_scheduling_crds(m: Manifests) -> SchedulingCrds:
             key = ("PodGroup", pg.metadata.namespace, pg.metadata.name)
             out.pod_groups.append(CreatedPodGroup(pg, created, order))
         elif doc.kind == "ElasticQuota":
-            eq = convert(doc, ElasticQuota)
-            check_metadata(doc, eq.metadata, namespaced=True)
+            eq = convert_object(doc, ElasticQuota, namespaced=True)
             _quantities(doc, eq.spec.min, "spec.min")
             _quantities(doc, eq.spec.max, "spec.max")
             ns = eq.metadata.namespace
@@ -84,14 +84,7 @@ def load_scheduling_crds(m: Manifests) -> SchedulingCrds:
             key = ("ElasticQuota", ns, eq.metadata.name)
             out.elastic_quotas.append(eq)
         else:
-            q = convert(doc, Queue)
-            check_metadata(doc, q.metadata, namespaced=False)
-            if q.spec.weight < 1:
-                raise doc.error(f"queue weight is {q.spec.weight}", field="spec.weight",
-                                expected="a positive integer, as Volcano's admission webhook "
-                                "requires")
-            _quantities(doc, q.spec.capability, "spec.capability")
-            _quantities(doc, q.spec.guarantee.resource, "spec.guarantee.resource")
+            q = convert_queue(doc)
             key = ("Queue", "", q.metadata.name)
             out.queues.append(q)
         first_doc = seen.get(key)

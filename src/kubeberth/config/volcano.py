@@ -43,8 +43,8 @@ from kubeberth.api.volcano import (
     VolcanoPodGroupSpec,
     VolcanoQueue,
 )
-from kubeberth.config.manifests import Manifests, check_metadata
-from kubeberth.config.yamlsrc import Document, convert
+from kubeberth.config.manifests import Manifests, convert_object
+from kubeberth.config.yamlsrc import Document
 
 # Volcano's lifecycle events and actions (batch.volcano.sh Event and Action).
 POLICY_EVENTS = ("*", "PodPending", "PodRunning", "PodFailed", "PodEvicted", "Unknown",
@@ -76,28 +76,17 @@ def load_volcano(m: Manifests, classes: dict[str, PriorityClass] | None = None) 
         if doc.data.get("apiVersion") != VOLCANO_SCHEDULING_API:
             continue
         if doc.kind == "Queue":
-            q = convert(doc, VolcanoQueue)
-            check_metadata(doc, q.metadata, namespaced=False)
-            if q.spec.weight < 1:
-                raise doc.error(f"queue weight is {q.spec.weight}", field="spec.weight",
-                                expected="a positive integer, as Volcano's admission webhook "
-                                "requires")
-            with doc.located():
-                resource_map(q.spec.capability, "spec.capability")
-                resource_map(q.spec.guarantee.resource, "spec.guarantee.resource")
-                resource_map(q.spec.deserved, "spec.deserved")
+            q = convert_queue(doc)
             _unique(doc, out.queues, q.metadata.name, "Queue")
             out.queues[q.metadata.name] = q
         else:
-            pg = convert(doc, VolcanoPodGroup)
-            check_metadata(doc, pg.metadata, namespaced=True)
+            pg = convert_object(doc, VolcanoPodGroup, namespaced=True)
             _pod_group(doc, pg)
             _unique(doc, out.pod_groups, pg.key, "PodGroup")
             out.pod_groups[pg.key] = pg
     seen: dict[str, VolcanoJob] = {}
     for doc in m.volcano_jobs():
-        job = convert(doc, VolcanoJob)
-        check_metadata(doc, job.metadata, namespaced=True)
+        job = convert_object(doc, VolcanoJob, namespaced=True)
         _defaults_and_checks(doc, job)
         _unique(doc, seen, job.key, "Job")
         seen[job.key] = job
@@ -110,6 +99,20 @@ def load_volcano(m: Manifests, classes: dict[str, PriorityClass] | None = None) 
         out.pod_groups[pg.key] = pg
         out.job_pods.extend(pods)
     return out
+
+
+def convert_queue(doc: Document) -> VolcanoQueue:
+    """Decode a Volcano Queue and refuse what Volcano's admission webhook refuses (a weight below
+    1, quantities that do not parse)."""
+    q = convert_object(doc, VolcanoQueue, namespaced=False)
+    if q.spec.weight < 1:
+        raise doc.error(f"queue weight is {q.spec.weight}", field="spec.weight",
+                        expected="a positive integer, as Volcano's admission webhook requires")
+    with doc.located():
+        resource_map(q.spec.capability, "spec.capability")
+        resource_map(q.spec.guarantee.resource, "spec.guarantee.resource")
+        resource_map(q.spec.deserved, "spec.deserved")
+    return q
 
 
 def _unique(doc: Document, seen: Mapping[str, object], key: str, kind: str) -> None:

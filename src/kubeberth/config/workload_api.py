@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kubeberth.api.objects import PodSpec, PriorityClass, class_priority
+from kubeberth.api.objects import NamespacedName, PodSpec, PriorityClass, class_priority
 from kubeberth.api.workload_api import (
     V1ALPHA1,
     DisruptionMode,
@@ -26,14 +26,14 @@ from kubeberth.api.workload_api import (
     Workload,
     WorkloadV1alpha1,
 )
-from kubeberth.config.manifests import Manifests, check_metadata
-from kubeberth.config.yamlsrc import Document, convert
+from kubeberth.config.manifests import Manifests, convert_object
+from kubeberth.config.yamlsrc import Document
 
 MAX_POD_GROUP_TEMPLATES = 8
 
 
 @dataclass(frozen=True, slots=True)
-class NativeGroup:
+class NativeGroup(NamespacedName):
     """One PodGroup as the scheduler reads it, its policy resolved."""
 
     namespace: str
@@ -49,10 +49,6 @@ class NativeGroup:
     disruption_mode: str = "Single"
     # "workload/template" when created from a Workload's template, else "".
     template: str = ""
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
     @property
     def policy(self) -> str:
@@ -171,8 +167,7 @@ def load_workload_api(m: Manifests) -> WorkloadApi:
     seen: dict[tuple[str, str, str], Document] = {}
     for doc in m.workload_api:
         if doc.kind == "Workload" and doc.api_version == V1ALPHA1:
-            wl1 = convert(doc, WorkloadV1alpha1)
-            check_metadata(doc, wl1.metadata, namespaced=True)
+            wl1 = convert_object(doc, WorkloadV1alpha1, namespaced=True)
             key = ("Workload", wl1.metadata.namespace, wl1.metadata.name)
             names: set[str] = set()
             for i, pg in enumerate(wl1.spec.pod_groups):
@@ -183,8 +178,7 @@ def load_workload_api(m: Manifests) -> WorkloadApi:
                     NativeGroup(wl1.metadata.namespace, pg.name, gang, min_count,
                                 template=f"{wl1.metadata.name}/{pg.name}")
         elif doc.kind == "Workload":
-            wl = convert(doc, Workload)
-            check_metadata(doc, wl.metadata, namespaced=True)
+            wl = convert_object(doc, Workload, namespaced=True)
             key = ("Workload", wl.metadata.namespace, wl.metadata.name)
             templates = wl.spec.pod_group_templates
             if len(templates) > MAX_POD_GROUP_TEMPLATES:
@@ -201,8 +195,7 @@ def load_workload_api(m: Manifests) -> WorkloadApi:
                 _priority(doc, t.priority_class_name, t.priority, classes, path)
             out.workloads[f"{wl.metadata.namespace}/{wl.metadata.name}"] = wl
         else:
-            pg2 = convert(doc, PodGroup)
-            check_metadata(doc, pg2.metadata, namespaced=True)
+            pg2 = convert_object(doc, PodGroup, namespaced=True)
             key = ("PodGroup", pg2.metadata.namespace, pg2.metadata.name)
             spec = pg2.spec
             gang, min_count = _policy(doc, spec.scheduling_policy, "spec.schedulingPolicy")

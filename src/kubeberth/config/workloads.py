@@ -28,10 +28,17 @@ from dataclasses import dataclass, field
 import msgspec
 
 from kubeberth.api.errors import InputError
-from kubeberth.api.objects import LabelSelector, ObjectMeta, OwnerReference, Pod, PodSpec
+from kubeberth.api.objects import (
+    LabelSelector,
+    NamespacedName,
+    ObjectMeta,
+    OwnerReference,
+    Pod,
+    PodSpec,
+)
 from kubeberth.api.resources import pod_requests
 from kubeberth.api.selectors import compile_label_selector
-from kubeberth.api.workloads import Deployment, Job, PodTemplateSpec, ReplicaSet
+from kubeberth.api.workloads import Deployment, Job, PodTemplateSpec, ReplicaSet, Replicated
 from kubeberth.config.manifests import (
     ANNOTATION_ARRIVAL,
     ANNOTATION_DURATION,
@@ -53,7 +60,7 @@ _UID_NAMESPACE = uuid.UUID("6f1c1a55-3b7e-4f4e-9a57-6b7562657274")
 
 
 @dataclass(slots=True)
-class Owner:
+class Owner(NamespacedName):
     """A controller that owns pods, reduced to what the simulator replays."""
 
     kind: str  # Deployment, ReplicaSet or Job
@@ -74,10 +81,6 @@ class Owner:
     created: int = 0
     # The ReplicaSet a Deployment's pods belong to ("" for the others).
     replica_set: str = ""
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
     @property
     def controller_kind(self) -> str:
@@ -205,7 +208,7 @@ def _owner_timing(doc: Document, meta: ObjectMeta, lifetime_allowed: bool
     return arrival, lifetime
 
 
-def _replicated(doc: Document, obj: Deployment | ReplicaSet) -> Owner:
+def _replicated(doc: Document, obj: Replicated) -> Owner:
     meta = obj.metadata
     check_metadata(doc, meta, namespaced=True)
     _non_negative(doc, obj.spec.replicas, "spec.replicas")

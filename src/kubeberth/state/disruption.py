@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kubeberth.api.objects import PodDisruptionBudget
+from kubeberth.api.objects import NamespacedName, PodDisruptionBudget
 from kubeberth.api.selectors import LabelPredicate, compile_label_selector
 
 # A controller's scale by (kind, namespace, name); None when the kind has no scale (Job).
@@ -67,7 +67,7 @@ class EvictionRequest(Protocol):
 
 
 @dataclass(slots=True, frozen=True)
-class PodView:
+class PodView(NamespacedName):
     """A pod as the disruption math reads it."""
 
     namespace: str
@@ -78,10 +78,6 @@ class PodView:
     # The controller ownerReference (kind, name), or None for a bare pod.
     controller: tuple[str, str] | None = None
     deleting: bool = False
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
 
 @dataclass(slots=True)

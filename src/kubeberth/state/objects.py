@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kubeberth.api.scheduling_crds import POD_GROUP_LABEL, ElasticQuota, PodGroup, Queue
+from kubeberth.api.scheduling_crds import POD_GROUP_LABEL, ElasticQuota, PodGroup
+from kubeberth.api.volcano import VolcanoQueue
 from kubeberth.config.scheduling_crds import SchedulingCrds
 from kubeberth.config.workload_api import NativeGroup, WorkloadApi
 
@@ -33,7 +34,7 @@ class SchedulingObjects:
         self.pod_groups: dict[str, PodGroup] = {}
         self.pod_group_created: dict[str, tuple[float, int]] = {}
         self.elastic_quotas: dict[str, ElasticQuota] = {}
-        self.queues: dict[str, Queue] = {}
+        self.queues: dict[str, VolcanoQueue] = {}
         self.pods: dict[str, PodInfo] = {}
         self._members: dict[str, dict[str, PodInfo]] = {}
         # Native (scheduling.k8s.io) PodGroups and their existing pods, by ``namespace/name``.

@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.scheduling.volcano.helpers import group, node, placed, queue, run, vcjob
 
+from kubeberth.api.errors import InputError
 from kubeberth.scheduling.plugins.volcano_proportion import QueueAttr, water_fill
 from kubeberth.scheduling.volcano.conf import PluginOption
-from kubeberth.scheduling.volcano.plugins import Binpack
+from kubeberth.scheduling.volcano.plugins import PLUGINS, Binpack
 
 A = {"cpu": "2", "nvidia.com/gpu": "1"}
 B = {"cpu": "1", "nvidia.com/gpu": "2"}
@@ -163,6 +164,19 @@ def test_binpack_score_is_volcanos_formula() -> None:
                      {"cpu": 10000.0, "nvidia.com/gpu": 4000.0})
     assert score == pytest.approx((0.8 + 1.0) / 3 * 100 * 10)
     assert bp.score({"cpu": 5000.0}, {"cpu": 6000.0}, {"cpu": 10000.0}) == 0.0
+
+
+@pytest.mark.parametrize("name", sorted(PLUGINS))
+def test_every_plugin_refuses_an_argument_it_does_not_model(name: str) -> None:
+    with pytest.raises(InputError, match="argument 'weight' of plugin") as err:
+        PLUGINS[name](PluginOption(name, arguments={"weight": 2}))
+    assert err.value.field == f"{name}.arguments.weight"
+
+
+def test_a_resources_argument_covers_its_per_resource_keys() -> None:
+    bp = Binpack(PluginOption("binpack", arguments={"binpack.resources": "example.com/fpga",
+                                                     "binpack.resources.example.com/fpga": 3}))
+    assert bp.resources["example.com/fpga"] == 3
 
 
 def test_pods_without_a_pod_group_get_their_own(tmp_path: Path) -> None:

@@ -25,7 +25,8 @@ from typing import Any
 
 from kubeberth.api.objects import ResourceMap
 from kubeberth.api.resources import resource_map
-from kubeberth.api.scheduling_crds import VOLCANO_DEFAULT_QUEUE, Queue
+from kubeberth.api.scheduling_crds import VOLCANO_DEFAULT_QUEUE
+from kubeberth.api.volcano import VolcanoQueue
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import (
@@ -84,7 +85,7 @@ def _capability(raw: ResourceMap) -> VResource | None:
     return cap
 
 
-def queue_attr(queue: Queue | None, name: str) -> QueueAttr:
+def queue_attr(queue: VolcanoQueue | None, name: str) -> QueueAttr:
     """Attributes of a Queue object (an absent ``default`` queue has weight 1, no limits)."""
     if queue is None:
         return QueueAttr(name, 1)

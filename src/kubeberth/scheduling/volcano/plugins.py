@@ -21,12 +21,11 @@ from typing import Any
 import numpy as np
 
 from kubeberth.api.errors import InputError
-from kubeberth.api.resources import CPU, MEMORY, resource_map
+from kubeberth.api.resources import CPU, MEMORY
 from kubeberth.api.volcano import INQUEUE
 from kubeberth.scheduling.framework.cycle_state import CycleState
-from kubeberth.scheduling.plugins.volcano_proportion import QueueAttr, water_fill
+from kubeberth.scheduling.plugins.volcano_proportion import QueueAttr, queue_attr, water_fill
 from kubeberth.scheduling.plugins.volcano_resource import (
-    MAX_FLOAT,
     Default,
     VResource,
     add,
@@ -64,16 +63,6 @@ def le_with_dimension(left: Mapping[str, float], right: Mapping[str, float],
     """Volcano ``LessEqualWithDimension``: ``left`` within ``right`` in the dimensions ``dims``
     asks for (within 0.1); a dimension ``right`` lacks is zero."""
     return all(left.get(k, 0.0) <= right.get(k, 0.0) + 0.1 for k, v in dims.items() if v > 0)
-
-
-def _no_args(option: PluginOption, allowed: tuple[str, ...] = ()) -> None:
-    for key in option.arguments:
-        if key not in allowed and not any(key.startswith(a + ".") for a in allowed
-                                          if a.endswith("resources")):
-            raise InputError(f"argument {key!r} of plugin {option.name} is not modelled",
-                             field=f"{option.name}.arguments.{key}",
-                             expected="arguments among " + (", ".join(allowed) or "none")
-                             + " (see docs/volcano.md)")
 
 
 class Priority(Plugin):
@@ -130,7 +119,6 @@ class Drf(Plugin):
 
     def __init__(self, option: PluginOption) -> None:
         super().__init__(option)
-        _no_args(option)
         if option.flags.get("hierarchy"):
             raise InputError("hierarchical DRF is not modelled yet",
                              field="drf.enableHierarchy", expected="no enableHierarchy")
@@ -148,25 +136,11 @@ class Drf(Plugin):
         ssn.fns.on_deallocate[self.name] = update
 
 
-def _queue_limits(q: QueueInfo, attr: QueueAttr) -> None:
-    if q.queue is None:
-        return
-    spec = q.queue.spec
-    if spec.capability:
-        cap = from_milli(resource_map(spec.capability, "spec.capability"))
-        for k in (CPU, MEMORY):
-            if cap.get(k, 0.0) <= 0:
-                cap[k] = MAX_FLOAT
-        attr.capability = cap
-    attr.guarantee = from_milli(resource_map(spec.guarantee.resource, "spec.guarantee.resource"))
-
-
 class Proportion(Plugin):
     name = "proportion"
 
     def __init__(self, option: PluginOption) -> None:
         super().__init__(option)
-        _no_args(option)
         self.attrs: dict[str, QueueAttr] = {}
 
     def on_session_open(self, ssn: Session) -> None:
@@ -180,8 +154,7 @@ class Proportion(Plugin):
                 continue
             attr = attrs.get(q.name)
             if attr is None:
-                attr = attrs[q.name] = QueueAttr(q.name, q.weight)
-                _queue_limits(q, attr)
+                attr = attrs[q.name] = queue_attr(q.queue, q.name)
             add(attr.allocated, job.allocated)
             add(attr.request, job.allocated)
             for pi in job.pending:
@@ -249,11 +222,11 @@ class Proportion(Plugin):
 
 class Overcommit(Plugin):
     name = "overcommit"
+    arguments = ("overcommit-factor",)
     DEFAULT_FACTOR = 1.2
 
     def __init__(self, option: PluginOption) -> None:
         super().__init__(option)
-        _no_args(option, ("overcommit-factor",))
         raw = option.arguments.get("overcommit-factor", self.DEFAULT_FACTOR)
         if not isinstance(raw, int | float) or isinstance(raw, bool):
             raise InputError(f"overcommit-factor is {raw!r}",
@@ -290,10 +263,6 @@ class Overcommit(Plugin):
 class Predicates(Plugin):
     name = "predicates"
 
-    def __init__(self, option: PluginOption) -> None:
-        super().__init__(option)
-        _no_args(option)
-
     def on_session_open(self, ssn: Session) -> None:
         fw = ssn.kube
 
@@ -319,10 +288,6 @@ class Predicates(Plugin):
 class NodeOrder(Plugin):
     name = "nodeorder"
 
-    def __init__(self, option: PluginOption) -> None:
-        super().__init__(option)
-        _no_args(option)
-
     def on_session_open(self, ssn: Session) -> None:
         fw = ssn.kube
 
@@ -340,11 +305,10 @@ class NodeOrder(Plugin):
 
 class Binpack(Plugin):
     name = "binpack"
+    arguments = ("binpack.weight", "binpack.cpu", "binpack.memory", "binpack.resources")
 
     def __init__(self, option: PluginOption) -> None:
         super().__init__(option)
-        _no_args(option, ("binpack.weight", "binpack.cpu", "binpack.memory",
-                          "binpack.resources"))
         args = option.arguments
         self.weight = _int_arg(args, "binpack.weight", 1)
         self.resources: dict[str, int] = {CPU: _int_arg(args, "binpack.cpu", 1),

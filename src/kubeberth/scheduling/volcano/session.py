@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from kubeberth.api.errors import InputError
 from kubeberth.api.volcano import INQUEUE, PENDING, RUNNING, VolcanoPodGroup, VolcanoQueue
 from kubeberth.scheduling.framework.runtime import Framework
 from kubeberth.scheduling.plugins.volcano_resource import VResource, add, from_milli, sub
@@ -76,6 +77,7 @@ class QueueInfo:
 
 
 _F = TypeVar("_F")
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -91,12 +93,23 @@ class Decision:
 
 
 class Plugin:
-    """A Volcano plugin: it registers functions in :meth:`on_session_open`."""
+    """A Volcano plugin: it registers functions in :meth:`on_session_open`. ``arguments`` names
+    the arguments it models (one ending in ``resources`` also covers ``<it>.<name>``); any other
+    is an error, so a run never silently differs from Volcano's."""
 
     name = ""
+    arguments: tuple[str, ...] = ()
 
     def __init__(self, option: PluginOption) -> None:
         self.option = option
+        allowed = self.arguments
+        for key in option.arguments:
+            if key not in allowed and not any(key.startswith(a + ".") for a in allowed
+                                              if a.endswith("resources")):
+                raise InputError(f"argument {key!r} of plugin {option.name} is not modelled",
+                                 field=f"{option.name}.arguments.{key}",
+                                 expected="arguments among " + (", ".join(allowed) or "none")
+                                 + " (see docs/volcano.md)")
 
     def on_session_open(self, ssn: Session) -> None:
         raise NotImplementedError
@@ -161,29 +174,27 @@ class Session:
         return out
 
     # ---- combined functions (session_plugins.go) ---------------------------------------------
-    def job_order(self, left: JobInfo, right: JobInfo) -> int:
-        for tier in self._walk(self.fns.job_order, "job_order"):
+    def _order(self, table: dict[str, Callable[[_T, _T], int]], switch: str, left: _T,
+               right: _T, tie: tuple[int, int]) -> int:
+        """The first non-zero verdict, tier by tier; when every plugin abstains, ``tie`` (the
+        left and right creation order) decides, as Volcano's order functions do."""
+        for tier in self._walk(table, switch):
             for fn in tier:
                 j = fn(left, right)
                 if j != 0:
                     return int(j)
-        return (left.order > right.order) - (left.order < right.order)
+        return (tie[0] > tie[1]) - (tie[0] < tie[1])
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        return self._order(self.fns.job_order, "job_order", left, right,
+                           (left.order, right.order))
 
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
-        for tier in self._walk(self.fns.queue_order, "queue_order"):
-            for fn in tier:
-                j = fn(left, right)
-                if j != 0:
-                    return int(j)
-        return (left.order > right.order) - (left.order < right.order)
+        return self._order(self.fns.queue_order, "queue_order", left, right,
+                           (left.order, right.order))
 
     def task_order(self, left: PodInfo, right: PodInfo) -> int:
-        for tier in self._walk(self.fns.task_order, "task_order"):
-            for fn in tier:
-                j = fn(left, right)
-                if j != 0:
-                    return int(j)
-        return (left.seq > right.seq) - (left.seq < right.seq)
+        return self._order(self.fns.task_order, "task_order", left, right, (left.seq, right.seq))
 
     def job_ready(self, job: JobInfo) -> bool:
         return all(fn(job) for tier in self._walk(self.fns.job_ready, "job_ready")
