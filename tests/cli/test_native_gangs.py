@@ -110,3 +110,22 @@ def test_gated_fields_not_modelled_are_refused_by_name(tmp_path: Path) -> None:
                 "spec:\n  compositePodGroupTemplates: [{name: root}]\n")
     code, out = _explain(tmp_path, workload)
     assert code == 2 and "spec.compositePodGroupTemplates" in out
+
+
+def test_simulate_reports_group_metrics(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["simulate", "--cluster", str(EXAMPLE / "cluster.yaml"),
+                                   "-w", str(EXAMPLE / "workload.yaml"), *ARGS,
+                                   "--out-dir", str(tmp_path), "-q"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    groups = summary["podGroups"]
+    assert (groups["total"], groups["allBound"], groups["partialPlacements"]) == (2, 1, 0)
+    # The chosen rack-b placement's total: NodeResourcesFit's placement score (67) plus
+    # PodGroupPodsCount's normalized 100 (explain shows the same parts).
+    assert groups["placementScore"]["max"] == 167.0
+    with (tmp_path / "groups.csv").open() as f:
+        rows = {r["group"]: r for r in csv.DictReader(f)}
+    trained = rows["default/training-workers-0"]
+    assert (trained["pods"], trained["bound"], trained["placement"]) == ("3", "3", RACK_B)
+    short = rows["default/short"]
+    assert (short["bound"], short["all_bound"], short["cycles"]) == ("0", "", "0")
