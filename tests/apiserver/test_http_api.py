@@ -474,8 +474,11 @@ def test_every_manifest_kind_with_an_api_is_served(http: httpx.Client) -> None:
             gv = f"{group}/{version}" if group else version
             for r in http.get(path).json()["resources"]:
                 served.add((gv, r["kind"]))
-    # The alpha Workload API is off, as in kube-apiserver by default (docs/apiserver.md).
-    alpha_off = ("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1alpha1")
+    # The native Workload API is off, as in kube-apiserver by default (docs/apiserver.md):
+    # v1beta1 until --runtime-config turns it on (tests/live/test_native_gangs_live.py), the
+    # alpha versions always (1.37 serves neither).
+    alpha_off = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2",
+                 "scheduling.k8s.io/v1alpha1")
     for kind, versions in KNOWN_KINDS.items():
         if kind in not_api_objects:
             continue

@@ -101,3 +101,75 @@ def test_simulate_evicts_and_recreates_the_preempted_group(tmp_path: Path) -> No
     assert [rows[f"default/batch-{i}"]["preempted"] for i in range(4)] == ["1"] * 4
     assert {rows[f"default/train-{i}"]["node"] for i in range(2)} == {"n1", "n2"}
     assert json.loads((out / "summary.json").read_text())["pods"]["preemptions"] == 4
+
+
+V1ALPHA2_GROUP = """apiVersion: scheduling.k8s.io/v1alpha2
+kind: PodGroup
+metadata: {name: g}
+spec:
+  podGroupTemplateRef: {workload: {workloadName: w, podGroupTemplateName: t}}
+  schedulingPolicy: {gang: {minCount: 1}}
+"""
+
+
+def _explain(tmp_path: Path, text: str) -> tuple[int, str]:
+    path = tmp_path / "groups.yaml"
+    path.write_text(text)
+    res = CliRunner().invoke(app, ["explain", "-f", str(path), "-o", "json"])
+    return res.exit_code, res.output
+
+
+def test_v1alpha2_is_still_read_as_1_36_wrote_it(tmp_path: Path) -> None:
+    code, out = _explain(tmp_path, V1ALPHA2_GROUP)
+    assert code == 0, out
+
+
+def test_each_version_refuses_the_other_versions_reference(tmp_path: Path) -> None:
+    beta = V1ALPHA2_GROUP.replace("v1alpha2", "v1beta1")
+    code, out = _explain(tmp_path, beta)
+    assert code == 2 and "spec.podGroupTemplateRef" in out and "spec.workloadRef" in out
+    alpha = V1ALPHA2_GROUP.replace(
+        "podGroupTemplateRef: {workload: {workloadName: w, podGroupTemplateName: t}}",
+        "workloadRef: {workloadName: w, templateName: t}")
+    code, out = _explain(tmp_path, alpha)
+    assert code == 2 and "spec.workloadRef" in out and "spec.podGroupTemplateRef" in out
+    code, out = _explain(tmp_path, V1ALPHA2_GROUP + "  preemptionPolicy: Never\n")
+    assert code == 2 and "spec.preemptionPolicy" in out and "scheduling.k8s.io/v1beta1" in out
+
+
+def test_gated_fields_not_modelled_are_refused_by_name(tmp_path: Path) -> None:
+    base = ("apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g}\n"
+            "spec:\n  schedulingPolicy: {gang: {minCount: 1}}\n")
+    for extra, field in (("  parentCompositePodGroupName: root\n",
+                          "spec.parentCompositePodGroupName"),
+                         ("  resourceClaims: [{name: c, resourceClaimName: shared}]\n",
+                          "spec.resourceClaims"),
+                         ("  preemptionPolicy: Never\n", "spec.preemptionPolicy")):
+        code, out = _explain(tmp_path, base + extra)
+        assert code == 2, (extra, out)
+        assert field in out and "not modelled yet" in out and "Traceback" not in out
+    code, out = _explain(tmp_path, base + "  preemptionPolicy: PreemptLowerPriority\n")
+    assert code == 0, out
+    workload = ("apiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\nmetadata: {name: w}\n"
+                "spec:\n  compositePodGroupTemplates: [{name: root}]\n")
+    code, out = _explain(tmp_path, workload)
+    assert code == 2 and "spec.compositePodGroupTemplates" in out
+
+
+def test_simulate_reports_group_metrics(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["simulate", "--cluster", str(EXAMPLE / "cluster.yaml"),
+                                   "-w", str(EXAMPLE / "workload.yaml"), *ARGS,
+                                   "--out-dir", str(tmp_path), "-q"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    groups = summary["podGroups"]
+    assert (groups["total"], groups["allBound"], groups["partialPlacements"]) == (2, 1, 0)
+    # The chosen rack-b placement's total: NodeResourcesFit's placement score (67) plus
+    # PodGroupPodsCount's normalized 100 (explain shows the same parts).
+    assert groups["placementScore"]["max"] == 167.0
+    with (tmp_path / "groups.csv").open() as f:
+        rows = {r["group"]: r for r in csv.DictReader(f)}
+    trained = rows["default/training-workers-0"]
+    assert (trained["pods"], trained["bound"], trained["placement"]) == ("3", "3", RACK_B)
+    short = rows["default/short"]
+    assert (short["bound"], short["all_bound"], short["cycles"]) == ("0", "", "0")

@@ -15,6 +15,7 @@ import pytest
 from lightkube import Client, KubeConfig
 
 from kubeberth.apiserver import EmbeddedServer, ManualClock
+from kubeberth.apiserver.resources import runtime_config as runtime_config_apis
 from kubeberth.config.manifests import load_manifests
 from kubeberth.live.scheduler import LiveScheduler
 from kubeberth.scheduling.config.loader import load_scheduler_config
@@ -40,11 +41,12 @@ class Live:
         self.kubeconfig = tmp_path / "kubeconfig"
         self.controllers: list[tuple[LiveScheduler, threading.Thread, list[BaseException]]] = []
 
-    def serve(self, *paths: Path | str, history: int = 2000,
-              audit: bool = False) -> EmbeddedServer:
+    def serve(self, *paths: Path | str, history: int = 2000, audit: bool = False,
+              runtime_config: str = "") -> EmbeddedServer:
         manifests = load_manifests([str(p) for p in paths]) if paths else None
         self.server = EmbeddedServer(manifests=manifests, clock=ManualClock(),
-                                     bookmark_interval=0.2, history=history, audit=audit)
+                                     bookmark_interval=0.2, history=history, audit=audit,
+                                     apis=runtime_config_apis(runtime_config))
         self.server.start()
         self.server.write_kubeconfig(self.kubeconfig)
         return self.server

@@ -98,12 +98,28 @@ profiles:
 """
 
 
+NATIVE_GANG = """\
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: pair, namespace: default}
+spec:
+  schedulingPolicy: {gang: {minCount: 1}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pair-0, namespace: default}
+spec:
+  schedulingGroup: {podGroupName: pair}
+  containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+"""
+
+
 def run_scheduler(live: Live, tmp_path: Path, token: str, config: Path | None = None) -> None:
     """Leader election (create, renew, release), a binding that loses a 409 race (read back),
     a preemption (victim deleted, preemptor nominated), an unschedulable pod (PodScheduled
-    condition, FailedScheduling event) and Scheduled events."""
+    condition, FailedScheduling event), Scheduled events, and a native PodGroup's condition."""
     live.serve(write(tmp_path / "cluster.yaml", node("big", 4) + node("small", 2)
-                     + PRIORITIES), audit=True)
+                     + PRIORITIES), audit=True, runtime_config="scheduling.k8s.io/v1beta1=true")
     client = RacingClient(live, token, "small")
     elector = LeaderElector(client, "kubeberth-scheduler", "kube-system", "rbac",
                             timing=LeaseTiming(1.0, 0.6, 0.05))
@@ -123,6 +139,9 @@ def run_scheduler(live: Live, tmp_path: Path, token: str, config: Path | None = 
     wait_for(lambda: bound(live).get("default/high") == "big", "the preemptor")
     live.kubectl("apply", "-f", str(write(tmp_path / "huge.yaml", pod("huge", 16, "1"))))
     wait_for(lambda: ctl.sched.queue.pending_pods()["unschedulable"] == 1, "the huge pod")
+    live.kubectl("apply", "-f", str(write(tmp_path / "gang.yaml", NATIVE_GANG)))
+    wait_for(lambda: "Scheduled" in live.kubectl("get", "podgroups.scheduling.k8s.io", "pair"),
+             "the native group's condition")
     actions = {d.action for d in ctl.decisions}
     assert {"conflict", "bind", "preempt", "nominate"} <= actions
     live.stop_controller(ctl)  # flushes the events and releases the Lease

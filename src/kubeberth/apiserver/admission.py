@@ -24,7 +24,8 @@ from kubeberth.admission.model import ADMISSION_GATE, QUEUE_LABEL, UNMANAGED_NAM
 from kubeberth.api.errors import InputError
 from kubeberth.apiserver import errors
 from kubeberth.apiserver.resources import ResourceType
-from kubeberth.config.manifests import DEFAULT_NAMESPACE, decode_object
+from kubeberth.config.manifests import DEFAULT_NAMESPACE, Manifests, decode_object
+from kubeberth.config.workload_api import load_workload_api
 from kubeberth.config.yamlsrc import Document, Source
 
 Obj = dict[str, Any]
@@ -113,11 +114,13 @@ def validate(rt: ResourceType, obj: Obj) -> None:
     name = str(obj["metadata"].get("name") or obj["metadata"].get("generateName") or "")
     if rt.group in ("", "scheduling.k8s.io", "policy") and rt.kind in _DECODED:
         _decode(rt, obj, name)
+    elif rt.group == "scheduling.k8s.io" and rt.kind in ("Workload", "PodGroup"):
+        _decode(rt, obj, name, native_groups=True)
     if rt.kind in _WORKLOADS:
         _validate_workload(rt, obj, name)
 
 
-def _decode(rt: ResourceType, obj: Obj, name: str) -> None:
+def _decode(rt: ResourceType, obj: Obj, name: str, *, native_groups: bool = False) -> None:
     data = obj
     if not obj["metadata"].get("name"):
         # generateName objects get their name at insert (checked there); validate the rest now
@@ -127,7 +130,10 @@ def _decode(rt: ResourceType, obj: Obj, name: str) -> None:
     doc = Document(data=json.loads(text), source=Source(f"{rt.kind} {name}", text, is_json=True),
                    index=0, line=None)
     try:
-        decode_object(doc)
+        if native_groups:
+            load_workload_api(Manifests(workload_api=[doc]))
+        else:
+            decode_object(doc)
     except InputError as err:
         raise _invalid(rt, name, err) from None
 

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kubeberth.api.errors import InputError
+
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 STATUS_VERBS = ["get", "patch", "update"]
 
@@ -97,9 +99,8 @@ RESOURCES: tuple[ResourceType, ...] = (
                  ("status",)),
     ResourceType(_KUEUE, ("v1beta2", "v1alpha1"), "topologies", "Topology", False),
     # Stored and served as written: Volcano Jobs and Dynamic Resource Allocation (no controller
-    # of this server acts on them; docs/apiserver.md). The alpha scheduling.k8s.io Workload and
-    # PodGroup are not served, as kube-apiserver leaves alpha APIs off: served, kubectl's
-    # "workload" would name them instead of Kueue's Workloads.
+    # of this server acts on them; docs/apiserver.md). The scheduling.k8s.io Workload and
+    # PodGroup are in OPTIONAL_APIS below.
     ResourceType("batch.volcano.sh", ("v1alpha1",), "jobs", "Job", True, ("vcjob", "vj"),
                  ("status",)),
     ResourceType("resource.k8s.io", ("v1",), "deviceclasses", "DeviceClass", False),
@@ -109,6 +110,39 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("resource.k8s.io", ("v1",), "resourceclaimtemplates", "ResourceClaimTemplate",
                  True),
 )
+
+
+# APIs kube-apiserver 1.37 leaves off unless --runtime-config turns them on (new beta APIs are
+# off by default), by the group/version that flag names. Kubernetes 1.37's native Workload and
+# PodGroup also need the GenericWorkload feature gate upstream; here turning the API on is
+# enough. Served, kubectl's "workloads" names these before Kueue's, as on a real cluster.
+OPTIONAL_APIS: dict[str, tuple[ResourceType, ...]] = {
+    "scheduling.k8s.io/v1beta1": (
+        ResourceType("scheduling.k8s.io", ("v1beta1",), "workloads", "Workload", True),
+        ResourceType("scheduling.k8s.io", ("v1beta1",), "podgroups", "PodGroup", True, (),
+                     ("status",)),
+    ),
+}
+
+
+def runtime_config(text: str) -> tuple[ResourceType, ...]:
+    """The resources ``--runtime-config`` adds, read as kube-apiserver reads the flag:
+    comma-separated ``group/version=true|false`` (a bare ``group/version`` means true)."""
+    out: dict[str, tuple[ResourceType, ...]] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, _, value = item.partition("=")
+        if key not in OPTIONAL_APIS:
+            raise InputError(f"{key!r} cannot be turned on or off here", field="--runtime-config",
+                             expected="group/version=true|false for one of "
+                             + ", ".join(OPTIONAL_APIS))
+        if value not in ("", "true", "false"):
+            raise InputError(f"{item!r}", field="--runtime-config",
+                             expected=f"{key}=true or {key}=false")
+        if value == "false":
+            out.pop(key, None)
+        else:
+            out[key] = OPTIONAL_APIS[key]
+    return tuple(rt for rts in out.values() for rt in rts)
 
 
 def version_priority(version: str) -> tuple[int, int, int]:

@@ -52,6 +52,7 @@ from kubeberth.apiserver.faults import Faults
 from kubeberth.apiserver.metrics import registry_for
 from kubeberth.apiserver.operations import Api, patch_type
 from kubeberth.apiserver.resources import (
+    RESOURCES,
     Registry,
     ResourceType,
     openapi_v3_group_version,
@@ -95,9 +96,11 @@ class Cluster:
 
     def __init__(self, *, clock: Clock | None = None, token: str | None = None,
                  bookmark_interval: float = 60.0, history: int = DEFAULT_HISTORY,
-                 audit: bool = False, metrics_public: bool = False) -> None:
+                 audit: bool = False, metrics_public: bool = False,
+                 apis: tuple[ResourceType, ...] = ()) -> None:
         self.clock: Clock = clock or SystemClock()
-        self.registry = Registry()
+        # The resources served: the default set, plus what --runtime-config turned on.
+        self.registry = Registry(RESOURCES + apis)
         self.store = Store(self.registry, self.clock, history=history)
         self.api = Api(self.store)
         self.controllers = ControllerManager(self.api, self.clock)
@@ -633,13 +636,15 @@ class EmbeddedServer:
                  clock: Clock | None = None, bookmark_interval: float = 60.0,
                  history: int = DEFAULT_HISTORY, audit: bool = False,
                  metrics_public: bool = False,
-                 header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> None:
+                 header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+                 apis: tuple[ResourceType, ...] = ()) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise InputError(f"address {host!r} is not loopback", field="--address",
                              expected="127.0.0.1, localhost or ::1 (the server has no "
                              "authorization beyond a bearer token)")
         self.cluster = Cluster(clock=clock, token=token, bookmark_interval=bookmark_interval,
-                               history=history, audit=audit, metrics_public=metrics_public)
+                               history=history, audit=audit, metrics_public=metrics_public,
+                               apis=apis)
         self.skipped = self.cluster.load(manifests) if manifests is not None else []
         self.host = host
         self.port = port

@@ -206,6 +206,29 @@ def _holder(obj: Obj, _now: float) -> str:
     return str(_get(obj, "spec.holderIdentity") or "")
 
 
+def _native_policy(obj: Obj, _now: float) -> str:
+    policy = _get(obj, "spec.schedulingPolicy")
+    return "Gang" if isinstance(policy, dict) and policy.get("gang") is not None else "Basic"
+
+
+def _native_workload(obj: Obj, _now: float) -> str:
+    return str(_get(obj, "spec.workloadRef.workloadName") or "<none>")
+
+
+def _native_status(obj: Obj, _now: float) -> str:
+    """kubectl's Status of a native PodGroup: Pending until the scheduler writes
+    PodGroupInitiallyScheduled (Scheduled or Unschedulable); a DisruptionTarget shows its
+    reason."""
+    conditions = {c.get("type"): c for c in _get(obj, "status.conditions") or []
+                  if isinstance(c, dict)}
+    status = "Pending"
+    scheduled = conditions.get("PodGroupInitiallyScheduled")
+    if scheduled is not None:
+        status = "Scheduled" if scheduled.get("status") == "True" else "Unschedulable"
+    disruption = conditions.get("DisruptionTarget")
+    return str(disruption.get("reason") or "") if disruption is not None else status
+
+
 _COLUMNS: dict[tuple[str, str], list[Column]] = {
     ("", "Pod"): [
         NAME, Column("Ready", _pod_ready), Column("Status", _pod_status),
@@ -261,6 +284,9 @@ _COLUMNS: dict[tuple[str, str], list[Column]] = {
     ("kueue.x-k8s.io", "Workload"): [
         NAME, Column("Queue", _path("spec.queueName", "")),
         Column("Reserved in", _path("status.admission.clusterQueue", "")), AGE],
+    ("scheduling.k8s.io", "PodGroup"): [
+        NAME, Column("Policy", _native_policy), Column("Workload", _native_workload),
+        Column("Status", _native_status), AGE],
     ("scheduling.x-k8s.io", "PodGroup"): [
         NAME, Column("Phase", _path("status.phase", "")),
         Column("MinMember", _path("spec.minMember", "0"), "integer"),

@@ -43,6 +43,10 @@ MetricsPublicOption = Annotated[bool, typer.Option(
 TokenOption = Annotated[str | None, typer.Option(
     "--token", help="Require this bearer token instead of a generated one (other users can "
                     "read a command line: prefer the generated token in the kubeconfig).")]
+RuntimeConfigOption = Annotated[str, typer.Option(
+    "--runtime-config", help="APIs to turn on, as kube-apiserver's flag: "
+                             "scheduling.k8s.io/v1beta1=true serves Kubernetes 1.37's native "
+                             "Workload and PodGroup (off by default, as upstream).")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,18 +114,22 @@ def serve(
     tls_cert_file: TlsCertFileOption = None,
     tls_private_key_file: TlsPrivateKeyFileOption = None,
     cert_dir: CertDirOption = DEFAULT_CERT_DIR,
+    runtime_config: RuntimeConfigOption = "",
 ) -> None:
     """Serve an embedded Kubernetes API (kubectl works against it) with a fake kubelet."""
     from kubeberth.apiserver import EmbeddedServer
+    from kubeberth.apiserver.resources import runtime_config as parse_runtime_config
     from kubeberth.config.manifests import load_manifests
     from kubeberth.live.controller import stop_on_signals
 
     try:
+        apis = parse_runtime_config(runtime_config)
         how = access(no_auth, token, tls_cert_file, address, cert_dir)
         manifests = load_manifests(filename) if filename else None
         server = EmbeddedServer(manifests=manifests, host=address, port=port, token=how.token,
                                 tls_cert=tls_cert_file, tls_key=tls_private_key_file,
-                                serving_cert=how.serving_cert, metrics_public=metrics_public)
+                                serving_cert=how.serving_cert, metrics_public=metrics_public,
+                                apis=apis)
         server.start()
     except InputError as err:
         _err.print(f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True)

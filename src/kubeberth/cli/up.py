@@ -35,6 +35,7 @@ from kubeberth.cli.serve import (
     CertDirOption,
     MetricsPublicOption,
     NoAuthOption,
+    RuntimeConfigOption,
     TokenOption,
     access,
 )
@@ -122,21 +123,25 @@ def up_command(
     no_auth: NoAuthOption = False,
     metrics_public: MetricsPublicOption = False,
     cert_dir: CertDirOption = DEFAULT_CERT_DIR,
+    runtime_config: RuntimeConfigOption = "",
 ) -> None:
     """Start the embedded API server with a demo GPU cluster and all four controllers
     (scheduler, admission, descheduler, spill-controller); print how to look at it."""
     from kubeberth.apiserver import EmbeddedServer
+    from kubeberth.apiserver.resources import runtime_config as parse_runtime_config
     from kubeberth.config.manifests import load_manifests
     from kubeberth.live.controller import stop_on_signals
 
     demo = demo_dir()
     kubeconfig = (kubeconfig_out or DEFAULT_KUBECONFIG).expanduser()
     try:
+        apis = parse_runtime_config(runtime_config)
         how = access(no_auth, token, tls_cert_file, cert_dir=cert_dir)
         manifests = load_manifests([demo / f for f in CLUSTER_FILES])
         server = EmbeddedServer(manifests=manifests, port=port, token=how.token,
                                 tls_cert=tls_cert_file, tls_key=tls_private_key_file,
-                                serving_cert=how.serving_cert, metrics_public=metrics_public)
+                                serving_cert=how.serving_cert, metrics_public=metrics_public,
+                                apis=apis)
         server.start()
     except InputError as err:
         raise fail(err) from None

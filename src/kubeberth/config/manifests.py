@@ -71,13 +71,15 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "ReplicaSet": ("apps/v1",),
     "StatefulSet": ("apps/v1",),
     "Job": ("batch/v1", VOLCANO_JOB_API),
-    "PodGroup": (*_SIG_SCHEDULING, "scheduling.volcano.sh/v1beta1", "scheduling.k8s.io/v1alpha2"),
+    "PodGroup": (*_SIG_SCHEDULING, "scheduling.volcano.sh/v1beta1", "scheduling.k8s.io/v1beta1",
+                 "scheduling.k8s.io/v1alpha2"),
     "ElasticQuota": _SIG_SCHEDULING,
     "Queue": ("scheduling.volcano.sh/v1beta1",),
     "ClusterQueue": _KUEUE,
     "LocalQueue": _KUEUE,
     "ResourceFlavor": _KUEUE,
-    "Workload": (*_KUEUE, "scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1alpha1"),
+    "Workload": (*_KUEUE, "scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2",
+                 "scheduling.k8s.io/v1alpha1"),
     "WorkloadPriorityClass": _KUEUE,
     "AdmissionCheck": _KUEUE,
     "Cohort": (*_KUEUE, "kueue.x-k8s.io/v1alpha1"),
@@ -91,7 +93,9 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "ResourceClaim": ("resource.k8s.io/v1",),
     "ResourceClaimTemplate": ("resource.k8s.io/v1",),
 }
-_WORKLOAD_API = "scheduling.k8s.io/v1alpha"
+# The native Workload/PodGroup versions (PriorityClass's scheduling.k8s.io/v1 is not one).
+_WORKLOAD_API = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2",
+                 "scheduling.k8s.io/v1alpha1")
 _EXPECTED_KINDS = "a kind kubeberth reads: " + ", ".join(
     f"{kind} ({' or '.join(versions)})" for kind, versions in KNOWN_KINDS.items())
 
@@ -187,7 +191,7 @@ def load_manifests(paths: str | Path | Iterable[str | Path]) -> Manifests:
                 pdb = _pdb(doc)
                 _remember(out, doc, kind, pdb.metadata.namespace, pdb.metadata.name)
                 out.pdbs.append(pdb)
-            elif str(doc.data.get("apiVersion")).startswith(_WORKLOAD_API):
+            elif doc.data.get("apiVersion") in _WORKLOAD_API:
                 out.workload_api.append(doc)
             else:
                 out.other.append(doc)

@@ -1,9 +1,11 @@
-"""Loading native workload-aware scheduling objects (``scheduling.k8s.io``): v1alpha2 Workloads
-and PodGroups, and 1.35's v1alpha1 Workloads, into :class:`NativeGroup` records the scheduler
-reads.
+"""Loading native workload-aware scheduling objects (``scheduling.k8s.io``): 1.37's v1beta1 and
+1.36's v1alpha2 Workloads and PodGroups, and 1.35's v1alpha1 Workloads, into
+:class:`NativeGroup` records the scheduler reads.
 
-A v1alpha2 PodGroup is the scheduling unit; its pods name it in ``spec.schedulingGroup.
-podGroupName``. A v1alpha1 Workload embedded its pod groups and pods joined one with
+A v1beta1 or v1alpha2 PodGroup is the scheduling unit; its pods name it in
+``spec.schedulingGroup.podGroupName``. Fields of 1.37's alpha and beta gates that kubeberth does
+not model (composite pod groups, a group's resourceClaims, preemptionPolicy Never) are refused by
+name rather than dropped. A v1alpha1 Workload embedded its pod groups and pods joined one with
 ``spec.workloadRef`` (``name``, ``podGroup``, ``podGroupReplicaKey``). 1.36 replaced that with
 templates and standalone PodGroups; we convert as that migration does: each embedded group
 becomes a template, and each (workload, group, replica key) a PodGroup named
@@ -19,10 +21,13 @@ from dataclasses import dataclass, field
 from kubeberth.api.objects import NamespacedName, PodSpec, PriorityClass, class_priority
 from kubeberth.api.workload_api import (
     V1ALPHA1,
+    V1BETA1,
     DisruptionMode,
     PodGroup,
+    PodGroupResourceClaim,
     PodGroupSchedulingConstraints,
     PodGroupSchedulingPolicy,
+    PodGroupSpec,
     Workload,
     WorkloadV1alpha1,
 )
@@ -160,6 +165,51 @@ def _priority(doc: Document, name: str | None, explicit: int | None,
     return value
 
 
+def _unmodelled(doc: Document, path: str, claims: list[PodGroupResourceClaim] | None,
+                preemption: str | None) -> None:
+    """A 1.37 gated field kubeberth does not model yet is refused, never dropped."""
+    if claims:
+        raise doc.error("a pod group's resourceClaims (DRAWorkloadResourceClaims) are not "
+                        "modelled yet", field=f"{path}.resourceClaims",
+                        expected="claims on the pods themselves (docs/dra.md)")
+    if preemption not in (None, "PreemptLowerPriority", "Never"):
+        raise doc.error(f"preemptionPolicy {preemption!r}", field=f"{path}.preemptionPolicy",
+                        expected="PreemptLowerPriority or Never")
+    if preemption == "Never":
+        raise doc.error("preemptionPolicy Never on a pod group (PodGroupPreemptionPolicy) is "
+                        "not modelled yet", field=f"{path}.preemptionPolicy",
+                        expected="PreemptLowerPriority, or no preemptionPolicy")
+
+
+def _template_of(doc: Document, spec: PodGroupSpec) -> str:
+    """``workload/template`` from the version's own reference field; the other version's
+    field is an error, as the API server would not know it."""
+    v1beta1 = doc.api_version == V1BETA1
+    theirs, ours = (("podGroupTemplateRef", "workloadRef") if v1beta1
+                    else ("workloadRef", "podGroupTemplateRef"))
+    if (spec.pod_group_template_ref if v1beta1 else spec.workload_ref) is not None:
+        raise doc.error(f"{doc.api_version} PodGroup has no field {theirs}",
+                        field=f"spec.{theirs}", expected=f"spec.{ours}")
+    if v1beta1:
+        if spec.parent_composite_pod_group_name:
+            raise doc.error("composite pod groups (CompositePodGroup, alpha in 1.37) are not "
+                            "modelled yet", field="spec.parentCompositePodGroupName",
+                            expected="a root PodGroup (no parent)")
+        _unmodelled(doc, "spec", spec.resource_claims, spec.preemption_policy)
+        ref = spec.workload_ref
+        return f"{ref.workload_name}/{ref.template_name}" if ref is not None else ""
+    for name, value in (("resourceClaims", spec.resource_claims),
+                        ("preemptionPolicy", spec.preemption_policy),
+                        ("parentCompositePodGroupName", spec.parent_composite_pod_group_name)):
+        if value is not None:
+            raise doc.error(f"{doc.api_version} PodGroup has no field {name}",
+                            field=f"spec.{name}", expected=f"apiVersion: {V1BETA1}")
+    old = spec.pod_group_template_ref
+    if old is None or old.workload is None:
+        return ""
+    return f"{old.workload.workload_name}/{old.workload.pod_group_template_name}"
+
+
 def load_workload_api(m: Manifests) -> WorkloadApi:
     """Decode and validate every scheduling.k8s.io Workload and PodGroup in ``m``."""
     classes = {pc.metadata.name: pc for pc in m.priority_classes}
@@ -181,6 +231,10 @@ def load_workload_api(m: Manifests) -> WorkloadApi:
             wl = convert_object(doc, Workload, namespaced=True)
             key = ("Workload", wl.metadata.namespace, wl.metadata.name)
             templates = wl.spec.pod_group_templates
+            if wl.spec.composite_pod_group_templates:
+                raise doc.error("composite pod groups (CompositePodGroup, alpha in 1.37) are not "
+                                "modelled yet", field="spec.compositePodGroupTemplates",
+                                expected="spec.podGroupTemplates")
             if len(templates) > MAX_POD_GROUP_TEMPLATES:
                 raise doc.error(f"{len(templates)} podGroupTemplates",
                                 field="spec.podGroupTemplates",
@@ -193,16 +247,19 @@ def load_workload_api(m: Manifests) -> WorkloadApi:
                 _topology(doc, t.scheduling_constraints, f"{path}.schedulingConstraints")
                 _disruption(doc, t.disruption_mode, f"{path}.disruptionMode")
                 _priority(doc, t.priority_class_name, t.priority, classes, path)
+                if doc.api_version == V1BETA1:
+                    _unmodelled(doc, path, t.resource_claims, t.preemption_policy)
+                elif t.resource_claims is not None or t.preemption_policy is not None:
+                    raise doc.error(f"{doc.api_version} templates have no resourceClaims or "
+                                    "preemptionPolicy", field=path,
+                                    expected=f"apiVersion: {V1BETA1}")
             out.workloads[f"{wl.metadata.namespace}/{wl.metadata.name}"] = wl
         else:
             pg2 = convert_object(doc, PodGroup, namespaced=True)
             key = ("PodGroup", pg2.metadata.namespace, pg2.metadata.name)
             spec = pg2.spec
             gang, min_count = _policy(doc, spec.scheduling_policy, "spec.schedulingPolicy")
-            ref = spec.pod_group_template_ref
-            template = ""
-            if ref is not None and ref.workload is not None:
-                template = f"{ref.workload.workload_name}/{ref.workload.pod_group_template_name}"
+            template = _template_of(doc, spec)
             group = NativeGroup(
                 pg2.metadata.namespace, pg2.metadata.name, gang, min_count,
                 topology_key=_topology(doc, spec.scheduling_constraints,

@@ -57,6 +57,10 @@ RBAC: dict[str, list[Rule]] = {
         ("scheduling.k8s.io", "priorityclasses", ("list", "watch")),
         ("policy", "poddisruptionbudgets", ("list", "watch")),
         ("scheduling.x-k8s.io", "podgroups", ("list", "watch")),
+        # Kubernetes 1.37's native PodGroups (where served) and their PodGroupInitiallyScheduled
+        # condition.
+        ("scheduling.k8s.io", "podgroups", ("list", "watch")),
+        ("scheduling.k8s.io", "podgroups/status", ("patch",)),
         EVENTS,
         LEASES,
     ],

@@ -72,6 +72,9 @@ def drain(events: Events, timeout: float, apply: Sink) -> None:
 
 PodGroup = create_namespaced_resource("scheduling.x-k8s.io", "v1alpha1", "PodGroup",
                                       "podgroups")
+# Kubernetes 1.37's native PodGroup (404, so empty, where the API is not turned on).
+NativePodGroup = create_namespaced_resource("scheduling.k8s.io", "v1beta1", "PodGroup",
+                                            "podgroups")
 
 # What the scheduler watches, by the kind name the controller dispatches on.
 SCHEDULER_RESOURCES: dict[str, type[Resource]] = {
@@ -81,9 +84,10 @@ SCHEDULER_RESOURCES: dict[str, type[Resource]] = {
     "Namespace": Namespace,
     "PodDisruptionBudget": PodDisruptionBudget,
     "PodGroup": PodGroup,
+    "NativePodGroup": NativePodGroup,
 }
 
-__all__ = ["SCHEDULER_RESOURCES", "SYNC", "Informer", "key_of"]
+__all__ = ["SCHEDULER_RESOURCES", "SYNC", "Informer", "NativePodGroup", "key_of"]
 
 
 class _ListMeta(msgspec.Struct):

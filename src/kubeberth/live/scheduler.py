@@ -53,16 +53,18 @@ from kubeberth.api.objects import Node, Pod, PodDisruptionBudget
 from kubeberth.api.times import parse_time_or_none
 from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
+from kubeberth.config.workload_api import load_workload_api
 from kubeberth.live.cache import TYPED_KINDS, decode, document
 from kubeberth.live.controller import INVALID_OBJECT, Controller
 from kubeberth.live.events import EventRecorder
-from kubeberth.live.informer import SCHEDULER_RESOURCES, SYNC
+from kubeberth.live.informer import SCHEDULER_RESOURCES, SYNC, NativePodGroup
 from kubeberth.live.leader import LeaderElector
 from kubeberth.live.metrics import SchedulerMetrics
 from kubeberth.scheduling.config.types import SchedulerConfiguration
 from kubeberth.scheduling.framework.interface import ClusterEvent
 from kubeberth.scheduling.framework.registry import Registry
 from kubeberth.scheduling.framework.status import SUCCESS, Code, Status
+from kubeberth.scheduling.pod_group_cycle import UNSCHEDULABLE_VERDICT, GroupOutcome
 from kubeberth.scheduling.scheduler import ASSIGNED_POD_DELETE, NODE_ADD, CycleResult, Scheduler
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
 
@@ -73,8 +75,15 @@ FLUSH_PERIOD = 30.0  # upstream flushUnschedulablePodsLeftover period
 NODE_UPDATES = (ClusterEvent("Node", "UpdateNodeLabel"), ClusterEvent("Node", "UpdateNodeTaint"),
                 ClusterEvent("Node", "UpdateNodeAllocatable"))
 POD_GROUP_UPDATE = ClusterEvent("PodGroup", "Update")
+POD_GROUP_ADD = ClusterEvent("PodGroup", "Add")
+NATIVE = "NativePodGroup"  # scheduling.k8s.io/v1beta1 PodGroup, apart from Coscheduling's
+# A group cycle's result (explain's podGroups[].result) as the PodGroupInitiallyScheduled
+# condition upstream writes: (status, reason); anything else is a SchedulerError.
+GROUP_CONDITION = {"Scheduled": ("True", "Scheduled"),
+                   UNSCHEDULABLE_VERDICT: ("False", "Unschedulable")}
 CONFIG_MAP_UPDATE = ClusterEvent("ConfigMap", "Update")
 TERMINAL = ("Succeeded", "Failed")
+INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 BINDER = "LiveBinder"
 BOUND = "BindingResult"  # the event a binding worker queues for the control loop
 BIND_WORKERS = 16
@@ -104,6 +113,34 @@ def pod_group(obj: dict[str, Any]) -> dict[str, Any]:
     read it alone (a bad one is refused by itself, never failing every group's reload)."""
     load_scheduling_crds(Manifests(other=[document(obj)]))
     return obj
+
+
+def native_pod_group(obj: dict[str, Any]) -> dict[str, Any]:
+    """A native PodGroup as the informer hands it on, once read alone (a bad one is refused
+    by itself with a Warning Event, never failing every group's reload)."""
+    load_workload_api(Manifests(workload_api=[document(obj)]))
+    return obj
+
+
+def group_condition(out: GroupOutcome, current: list[dict[str, Any]], generation: int,
+                    now: str) -> list[dict[str, Any]] | None:
+    """The conditions after a group cycle, as upstream's updatePodGroupCondition sets
+    PodGroupInitiallyScheduled; None when nothing changes. Once True it never goes back to
+    False, and lastTransitionTime moves only when the status does."""
+    status, reason = GROUP_CONDITION.get(out.result, ("False", "SchedulerError"))
+    old = next((c for c in current if c.get("type") == INITIALLY_SCHEDULED), None)
+    if old is not None and old.get("status") == "True" and status != "True":
+        return None
+    new = {"type": INITIALLY_SCHEDULED, "status": status, "reason": reason,
+           "message": out.message, "observedGeneration": generation,
+           "lastTransitionTime": now}
+    if old is not None:
+        if all(old.get(k) == new[k] for k in ("status", "reason", "message",
+                                               "observedGeneration")):
+            return None
+        if old.get("status") == status:
+            new["lastTransitionTime"] = old.get("lastTransitionTime", now)
+    return [c for c in current if c.get("type") != INITIALLY_SCHEDULED] + [new]
 
 
 def _store(objects: dict[str, _T], key: str, obj: _T | None) -> None:
@@ -146,11 +183,13 @@ class LiveScheduler(Controller[SchedulerMetrics]):
         for fw in self.sched.frameworks.values():
             self.metrics.instrument(fw)
         self.component = config.profiles[0].scheduler_name if config.profiles else self.name
+        readers = {"PodGroup": pod_group, NATIVE: native_pod_group}
         for kind, res in self.resources().items():
-            self.watch(kind, res, decode=decode if kind in TYPED_KINDS else
-                       pod_group if kind == "PodGroup" else None)
+            self.watch(kind, res, decode=decode if kind in TYPED_KINDS else readers.get(kind))
         self.pods: dict[str, PodInfo] = {}
         self.pod_groups: dict[str, dict[str, Any]] = {}
+        self.native_groups: dict[str, dict[str, Any]] = {}
+        self._last_group: GroupOutcome | None = None
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.decisions: list[SchedulingDecision] = []
         self.conflicts = 0
@@ -210,6 +249,9 @@ class LiveScheduler(Controller[SchedulerMetrics]):
             res = self.sched.schedule_one()
             if res is None:
                 break
+            if res.group is not None and res.group is not self._last_group:
+                self._last_group = res.group  # a group cycle's first result: its verdict
+                self._write_group_condition(res.group)
             self._record(res)
             self.sched.activate_requested(res.state)
             if res.outcome == "assumed":
@@ -254,6 +296,29 @@ class LiveScheduler(Controller[SchedulerMetrics]):
                             err.status.message)
         except httpx.HTTPError as err:
             log.warning("updating %s's PodScheduled condition: %s", pi.key, err)
+
+    def _write_group_condition(self, out: GroupOutcome) -> None:
+        """PodGroupInitiallyScheduled on the native PodGroup, as upstream's scheduler writes it
+        after each group cycle (kubectl's Status column reads it)."""
+        obj = self.native_groups.get(out.group.key)
+        if obj is None or self.dry_run:
+            return
+        meta = obj.get("metadata") or {}
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        conditions = group_condition(out, list((obj.get("status") or {}).get("conditions")
+                                               or []), int(meta.get("generation") or 0), now)
+        if conditions is None:
+            return
+        try:
+            self.client.patch(NativePodGroup.Status, out.group.name,
+                              {"status": {"conditions": conditions}},
+                              namespace=out.group.namespace, patch_type=PatchType.MERGE)
+        except ApiError as err:
+            if err.status.code != 404:
+                log.warning("updating pod group %s's condition: %s", out.group.key,
+                            err.status.message)
+        except httpx.HTTPError as err:
+            log.warning("updating pod group %s's condition: %s", out.group.key, err)
 
     def _release_waiting(self) -> None:
         """Bind the pods Permit has allowed; rejected or timed-out ones are requeued by the
@@ -457,6 +522,10 @@ class LiveScheduler(Controller[SchedulerMetrics]):
         elif kind == "PodGroup":
             _store(self.pod_groups, key, obj)
             self._reload_pod_groups()
+        elif kind == NATIVE:
+            added = key not in self.native_groups
+            _store(self.native_groups, key, obj)
+            self._reload_native_groups(POD_GROUP_ADD if added else POD_GROUP_UPDATE)
         elif kind == "ConfigMap":
             # The API server guarantees string values; a plugin validates their content and
             # answers a malformed one with an Error status, never acting on part of it.
@@ -482,6 +551,8 @@ class LiveScheduler(Controller[SchedulerMetrics]):
             self.pdbs.clear()
         elif kind == "PodGroup":
             self.pod_groups.clear()
+        elif kind == NATIVE:
+            self.native_groups.clear()
         elif kind == "ConfigMap":
             for key in [k for k in self.snap.config_maps if k not in objects]:
                 self.snap.set_config_map(key, None)
@@ -494,6 +565,13 @@ class LiveScheduler(Controller[SchedulerMetrics]):
             self.snap.pdbs = [self.pdbs[k] for k in sorted(self.pdbs)]
         if kind == "PodGroup":
             self._reload_pod_groups()
+        if kind == NATIVE:
+            self._reload_native_groups(POD_GROUP_ADD)
+
+    def _reload_native_groups(self, event: ClusterEvent) -> None:
+        docs = [document(d) for _, d in sorted(self.native_groups.items())]
+        self.snap.objects.load_workload_api(load_workload_api(Manifests(workload_api=docs)))
+        self.sched.queue.move_all_to_active_or_backoff(event)
 
     def _reload_pod_groups(self) -> None:
         docs = [document(d) for _, d in sorted(self.pod_groups.items())]

@@ -18,7 +18,7 @@ from rich.table import Table
 from kubeberth.report.spill_html import render_spill_html
 from kubeberth.sim.admission import QUEUE_CSV_COLUMNS, QUEUE_SERIES_COLUMNS
 from kubeberth.sim.engine import SimResult
-from kubeberth.sim.metrics import SERIES_COLUMNS
+from kubeberth.sim.metrics import GROUP_COLUMNS, SERIES_COLUMNS
 from kubeberth.sim.spill import SPILL_COLUMNS, SpillHost
 
 SUMMARY_FILE = "summary.json"
@@ -35,6 +35,7 @@ PODS_COLUMNS = ("pod", "arrival", "bound", "node", "attempts", "wait_seconds", "
                 "preempted")
 QUEUES_FILE = "queues.csv"
 QUEUE_SERIES_FILE = "queue_timeseries.csv"
+GROUPS_FILE = "groups.csv"
 
 
 def summary(result: SimResult, meta: dict[str, Any]) -> dict[str, Any]:
@@ -67,6 +68,8 @@ def summary(result: SimResult, meta: dict[str, Any]) -> dict[str, Any]:
     }
     if result.admission is not None:
         data["admission"] = result.admission.summary
+    if m.groups:
+        data["podGroups"] = m.group_summary()
     return data
 
 
@@ -115,8 +118,6 @@ def write_outputs(result: SimResult, out: Path, meta: dict[str, Any]) -> dict[st
          r.preempted)
         for r in result.metrics.pods.values()
     ]
-    (out / PODS_FILE).write_text(_csv(pods, ("pod", "arrival", "bound", "node", "attempts",
-                                             "wait_seconds", "finished", "preempted")))
     if result.evictions:
         rows = [(e.time, e.pod, e.node, e.plugin, e.reason, int(e.verdict.allowed),
                  e.verdict.code, e.verdict.message, e.verdict.pdb, e.replacement)
@@ -130,6 +131,8 @@ def write_outputs(result: SimResult, out: Path, meta: dict[str, Any]) -> dict[st
         (out / SPILL_HTML_FILE).write_text(
             render_spill_html(host.rows, result.evictions, data["spill"], title))
     (out / PODS_FILE).write_text(_csv(pods, PODS_COLUMNS))
+    if result.metrics.groups:
+        (out / GROUPS_FILE).write_text(_csv(result.metrics.group_rows(), GROUP_COLUMNS))
     if result.admission is not None:
         (out / QUEUES_FILE).write_text(_csv(result.admission.rows, QUEUE_CSV_COLUMNS))
         (out / QUEUE_SERIES_FILE).write_text(_csv(result.admission.series, QUEUE_SERIES_COLUMNS))
@@ -162,6 +165,13 @@ def summary_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
     if ev:
         rows.append(("evictions allowed / requested", f"{ev['evicted']} / {ev['requested']}"))
         rows.append(("replacement pods", str(ev["replacementsCreated"])))
+    groups = data.get("podGroups")
+    if groups:
+        rows.append(("pod groups all bound / total", f"{groups['allBound']} / {groups['total']}"))
+        if groups["waitSeconds"].get("count"):
+            rows.append(("group wait p50 / max (s)", f"{groups['waitSeconds']['p50']:.3f} / "
+                                                     f"{groups['waitSeconds']['max']:.3f}"))
+        rows.append(("partial placements", str(groups["partialPlacements"])))
     spill = data.get("spill")
     if spill:
         rows.append(("pods spilled to VK", str(spill["podsSpilled"])))
@@ -176,6 +186,8 @@ def written_files(data: dict[str, Any]) -> str:
     files = [SUMMARY_FILE, SERIES_FILE, PODS_FILE]
     if "admission" in data:
         files += [QUEUES_FILE, QUEUE_SERIES_FILE]
+    if "podGroups" in data:
+        files.append(GROUPS_FILE)
     if data.get("evictions", {}).get("requested"):
         files.append(EVICTIONS_FILE)
     if "spill" in data:

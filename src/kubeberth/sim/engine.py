@@ -43,13 +43,14 @@ from kubeberth.scheduling.config.types import SchedulerConfiguration
 from kubeberth.scheduling.framework.interface import ClusterEvent
 from kubeberth.scheduling.framework.registry import Registry
 from kubeberth.scheduling.framework.status import SUCCESS, Status
+from kubeberth.scheduling.pod_group_cycle import GroupOutcome
 from kubeberth.scheduling.scheduler import (
     ASSIGNED_POD_DELETE,
     CycleResult,
     Scheduler,
 )
 from kubeberth.sim.admission import AdmissionDriver, AdmissionReport
-from kubeberth.sim.metrics import Metrics, PodRecord, fragmentation_cache
+from kubeberth.sim.metrics import GroupRecord, Metrics, PodRecord, fragmentation_cache
 from kubeberth.sim.owners import OwnerRuntime
 from kubeberth.sim.traces import Scenario, TracePod
 from kubeberth.state.cluster import ClusterState, PodInfo, make_pod_info
@@ -198,6 +199,7 @@ class Simulation:
         # Progress bookkeeping for the end-of-run test: a counter orders attempts and changes.
         self._tick = 0
         self._last_attempt: dict[str, int] = {}
+        self._last_group: GroupOutcome | None = None
         self._progress = 0  # tick of the last bind, completion or eviction
         self._first_release: int | None = None  # first Permit release since then
         horizon = max((tp.arrival + (tp.duration or 0.0) for tp in workload.pods), default=0.0)
@@ -295,6 +297,13 @@ class Simulation:
         self._specs[pi.key] = tp
         self.metrics.pods[pi.key] = PodRecord(pi.key, self.now)
         self.snapshot.objects.pod_created(pi)
+        group = self.snapshot.objects.native_group(pi)
+        if group is not None:
+            rec = self.metrics.groups.get(group.key)
+            if rec is None:
+                rec = self.metrics.groups[group.key] = GroupRecord(
+                    group.key, group.policy, group.min_count)
+            rec.pods.append(pi.key)
         if tp.pod.spec.node_name:
             idx = self.snapshot.node_index.get(tp.pod.spec.node_name)
             if idx is None or not self.snapshot.present[idx]:
@@ -385,6 +394,22 @@ class Simulation:
         else:
             self.metrics.attempts["error"] += 1
 
+    def _group_cycle(self, out: GroupOutcome) -> None:
+        rec = self.metrics.groups.get(out.group.key)
+        if rec is None:
+            return
+        rec.cycles += 1
+        if out.result != "Scheduled":
+            return
+        rec.scheduled_cycles += 1
+        rec.placement = out.chosen or ""
+        chosen = next((p for p in out.placements if p.name == out.chosen), None)
+        if chosen is not None and chosen.total is not None:
+            rec.scores.append(chosen.total)
+        held = sum(1 for m in out.members if m.outcome in ("assumed", "waiting"))
+        if out.group.gang and len(out.scheduled_before) + held < out.group.min_count:
+            rec.partial += 1
+
     def _release_waiting(self) -> None:
         """Bind pods a Permit plugin has just allowed; requeue those rejected or timed out.
         Unreserving one pod may reject its waiting siblings (Coscheduling), so resolve until
@@ -411,6 +436,9 @@ class Simulation:
             if res is None:
                 break
             self._decisions += 1
+            if res.group is not None and res.group is not self._last_group:
+                self._last_group = res.group  # a group cycle's first result: its outcome
+                self._group_cycle(res.group)
             self._record(res)
             self.scheduler.activate_requested(res.state)
             if res.outcome == "assumed":

@@ -9,7 +9,9 @@ results cached until a node's pods change, so sampling stays cheap.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +26,23 @@ SERIES_COLUMNS = (
     "attempts_unschedulable", "attempts_error", "preemptions", "gpu_frag_pct",
     "free_8gpu_nodes",
 )
+
+GROUP_COLUMNS = ("group", "policy", "min_count", "pods", "bound", "created", "all_bound",
+                 "wait_seconds", "cycles", "partial_placements", "placement",
+                 "placement_score")
+
+
+def percentiles(values: Iterable[float]) -> dict[str, float]:
+    """count, mean, p50/p90/p95/p99 and max, rounded for byte-stable JSON; only the count
+    when there is nothing to summarise."""
+    arr = np.array(list(values), dtype=np.float64)
+    if arr.size == 0:
+        return {"count": 0}
+    out: dict[str, float] = {"count": int(arr.size), "mean": round(float(arr.mean()), 6)}
+    for q in (50, 90, 95, 99):
+        out[f"p{q}"] = round(float(np.percentile(arr, q)), 6)
+    out["max"] = round(float(arr.max()), 6)
+    return out
 
 
 @dataclass(slots=True)
@@ -41,6 +60,34 @@ class PodRecord:
     @property
     def wait(self) -> float | None:
         return None if self.bound is None else self.bound - self.arrival
+
+
+@dataclass(slots=True)
+class GroupRecord:
+    """One native PodGroup over a run (docs/gangs.md, "In simulation"): its pods, its group
+    cycles, and the chosen placements' total scores."""
+
+    key: str
+    policy: str
+    min_count: int
+    pods: list[str] = field(default_factory=list)
+    cycles: int = 0
+    scheduled_cycles: int = 0
+    # Cycles that committed a gang placement holding fewer than minCount members (scheduled
+    # before included): the all-or-nothing guarantee broken, so always 0 unless a bug.
+    partial: int = 0
+    scores: list[int] = field(default_factory=list)
+    placement: str = ""
+
+    def created(self, pods: dict[str, PodRecord]) -> float:
+        """The group exists from its first pod's arrival (the simulator creates the PodGroup
+        with its workload)."""
+        return min(pods[k].arrival for k in self.pods)
+
+    def all_bound(self, pods: dict[str, PodRecord]) -> float | None:
+        """When the last of its pods was first bound; None while any never was."""
+        times = [pods[k].bound for k in self.pods]
+        return None if any(t is None for t in times) else max(t for t in times if t is not None)
 
 
 def fragmentation_cache(pods: list[PodInfo]) -> NodeStatsCache | None:
@@ -62,6 +109,7 @@ class Metrics:
     # would dwarf the cluster's).
     exclude_nodes: list[int] = field(default_factory=list)
     frag: NodeStatsCache | None = None
+    groups: dict[str, GroupRecord] = field(default_factory=dict)
     # The cluster-derived columns of the last sample and the state generation they describe:
     # between two samples the cluster often did not change, and these are the costly ones.
     _cluster_cols: tuple[int, tuple[float | int, ...]] | None = None
@@ -133,15 +181,32 @@ class Metrics:
         return round(100.0 * used / total, 4) if total else 0.0
 
     def wait_percentiles(self) -> dict[str, float]:
-        waits = np.array([r.wait for r in self.pods.values() if r.wait is not None],
-                         dtype=np.float64)
-        if waits.size == 0:
-            return {"count": 0}
-        out: dict[str, float] = {"count": int(waits.size), "mean": round(float(waits.mean()), 6)}
-        for q in (50, 90, 95, 99):
-            out[f"p{q}"] = round(float(np.percentile(waits, q)), 6)
-        out["max"] = round(float(waits.max()), 6)
-        return out
+        return percentiles([r.wait for r in self.pods.values() if r.wait is not None])
+
+    def group_summary(self) -> dict[str, Any]:
+        """summary.json's ``podGroups``: group waits (creation to all members bound), partial
+        placements, and the chosen placements' score distribution."""
+        recs = list(self.groups.values())
+        waits = [b - g.created(self.pods) for g in recs
+                 if (b := g.all_bound(self.pods)) is not None]
+        return {"total": len(recs), "allBound": len(waits),
+                "cycles": sum(g.cycles for g in recs),
+                "partialPlacements": sum(g.partial for g in recs),
+                "waitSeconds": percentiles(waits),
+                "placementScore": percentiles([float(s) for g in recs for s in g.scores])}
+
+    def group_rows(self) -> list[tuple[Any, ...]]:
+        """groups.csv, one row a group in first-arrival order (GROUP_COLUMNS)."""
+        rows: list[tuple[Any, ...]] = []
+        for g in sorted(self.groups.values(), key=lambda g: (g.created(self.pods), g.key)):
+            bound = g.all_bound(self.pods)
+            created = g.created(self.pods)
+            rows.append((g.key, g.policy, g.min_count, len(g.pods),
+                         sum(1 for k in g.pods if self.pods[k].bound is not None), created,
+                         "" if bound is None else bound,
+                         "" if bound is None else round(bound - created, 6), g.cycles,
+                         g.partial, g.placement, "" if not g.scores else g.scores[-1]))
+        return rows
 
     def peak(self, column: str) -> float:
         i = SERIES_COLUMNS.index(column)
