@@ -36,6 +36,7 @@ from kubeberth.api.resources import pod_requests
 from kubeberth.api.times import parse_time
 from kubeberth.api.validation import check_int32
 from kubeberth.config.manifests import DEFAULT_NAMESPACE, Manifests
+from kubeberth.config.workload_api import load_workload_api
 from kubeberth.config.yamlsrc import Document, validation_error
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -289,6 +290,9 @@ class KueueObjects:
     config: KueueConfiguration = field(default_factory=KueueConfiguration)
     # Pod groups with fewer pods than their total count: ns/group -> why no Workload yet.
     incomplete_groups: dict[str, str] = field(default_factory=dict)
+    # The native (scheduling.k8s.io) PodGroups: ns/name -> the gang's minCount, 0 for a basic
+    # group.
+    native_groups: dict[str, int] = field(default_factory=dict)
 
 
 
@@ -884,10 +888,11 @@ def created_pod_workload(pod: Pod, objs: KueueObjects,
                          classes: list[PriorityClass]) -> Workload | None:
     """The Workload Kueue's pod integration creates for a plain pod made after the manifests
     were read (a ReplicaSet's replacement, a scale-up); None when Kueue leaves the pod alone
-    (no queue label, already bound, an unmanaged namespace, or a pod-group member)."""
+    (no queue label, already bound, an unmanaged namespace, or a pod-group or native gang
+    member)."""
     labels = pod.metadata.labels
     if QUEUE_LABEL not in labels or POD_GROUP_LABEL in labels or pod.spec.node_name or \
-            pod.metadata.namespace in UNMANAGED_NAMESPACES:
+            pod.metadata.namespace in UNMANAGED_NAMESPACES or _joins_gang(pod, objs):
         return None
     return _plain_pod_workload(pod, objs, _pc_values(classes), _global_default(classes))
 
@@ -895,17 +900,29 @@ def created_pod_workload(pod: Pod, objs: KueueObjects,
 def _pod_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int],
                    default_priority: int) -> list[Workload]:
     """Plain pods (one Workload each) and pod groups (one Workload per complete group), as
-    Kueue's pod integration builds them; incomplete groups are recorded, not queued."""
+    Kueue's pod integration builds them; incomplete groups are recorded, not queued. A group
+    is named by the pod-group-name label or, following the "Bring your own podGroup" proposal
+    (KEP-13150), by ``spec.schedulingGroup`` naming a native gang PodGroup."""
     out: list[Workload] = []
     groups: dict[tuple[str, str], list[Pod]] = {}
+    native: dict[tuple[str, str], list[Pod]] = {}
     for pod in manifests.pods:
         labels = pod.metadata.labels
         if QUEUE_LABEL not in labels or pod.spec.node_name or \
                 pod.metadata.namespace in UNMANAGED_NAMESPACES:
             continue
         group = labels.get(POD_GROUP_LABEL)
+        joined = _scheduling_group(pod)
+        if group and joined and joined != group:
+            raise _pod_error(manifests, pod, f"the pod-group-name label says {group} but "
+                             f"spec.schedulingGroup names PodGroup {joined}",
+                             "spec.schedulingGroup.podGroupName",
+                             "the same group name in both, or only one of them")
         if group:
             groups.setdefault((pod.metadata.namespace, group), []).append(pod)
+            continue
+        if _joins_gang(pod, objs):
+            native.setdefault((pod.metadata.namespace, joined), []).append(pod)
             continue
         _located(manifests, pod, lambda p=pod: out.append(
             _plain_pod_workload(p, objs, pcs, default_priority)))
@@ -938,27 +955,59 @@ def _pod_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int]
                 f"waiting for {total - len(pods)} more pod(s) of group {group} "
                 f"(total count {total})")
             continue
-        roles: dict[str, list[Pod]] = {}
-        owned: dict[str, str] = {}
-        for pod in pods:
-            sig = _signature(pod)
-            roles.setdefault(sig, []).append(pod)
-            owned[pod.key] = sig
-        podsets = []
-        for sig, members in sorted(roles.items()):
-            podsets.append(PodSet(sig, len(members), dict(pod_requests(members[0])), None,
-                                  members[0].spec))
-        wl = Workload(namespace=ns, name=group, queue_name=first.metadata.labels[QUEUE_LABEL],
-                      podsets=podsets, uid=first.metadata.uid, source="PodGroup",
-                      pods=owned)
-        stamps = [parse_time(p.metadata.creation_timestamp, "metadata.creationTimestamp")
-                  for p in pods if p.metadata.creation_timestamp]
-        if stamps:
-            wl.creation_time = min(stamps)
-        _located(manifests, first, lambda w=wl, p=first: _priority_from_labels(
-            w, p.metadata.labels, p.spec, objs, pcs, default_priority))
-        out.append(wl)
+        out.append(_group_workload(manifests, ns, group, pods, objs, pcs, default_priority))
+    for (ns, group), pods in sorted(native.items()):
+        min_count = objs.native_groups.get(f"{ns}/{group}")
+        if min_count is None:
+            objs.incomplete_groups[f"{ns}/{group}"] = (
+                f"waiting for PodGroup {group}: the pods' spec.schedulingGroup names it but it "
+                "does not exist")
+        elif len(pods) < min_count:
+            objs.incomplete_groups[f"{ns}/{group}"] = (
+                f"waiting for {min_count - len(pods)} more pod(s) of PodGroup {group} "
+                f"(gang minCount {min_count})")
+        else:
+            out.append(_group_workload(manifests, ns, group, pods, objs, pcs, default_priority))
     return out
+
+
+def _scheduling_group(pod: Pod) -> str:
+    """The native PodGroup the pod joins through ``spec.schedulingGroup``, or ``""``."""
+    sg = pod.spec.scheduling_group
+    return sg.pod_group_name if sg is not None and sg.pod_group_name else ""
+
+
+def _joins_gang(pod: Pod, objs: KueueObjects) -> bool:
+    """Whether the pod's ``spec.schedulingGroup`` names a gang PodGroup, or one that does not
+    exist (yet): a basic group's pods are plain pods, as the proposal reads only gang
+    minCount."""
+    joined = _scheduling_group(pod)
+    return bool(joined) and objs.native_groups.get(f"{pod.metadata.namespace}/{joined}", -1) != 0
+
+
+def _group_workload(manifests: Manifests, ns: str, group: str, pods: list[Pod],
+                    objs: KueueObjects, pcs: dict[str, int], default_priority: int) -> Workload:
+    """A complete group's Workload, named after the group: one podSet per pod role."""
+    first = pods[0]
+    roles: dict[str, list[Pod]] = {}
+    owned: dict[str, str] = {}
+    for pod in pods:
+        sig = _signature(pod)
+        roles.setdefault(sig, []).append(pod)
+        owned[pod.key] = sig
+    podsets = []
+    for sig, members in sorted(roles.items()):
+        podsets.append(PodSet(sig, len(members), dict(pod_requests(members[0])), None,
+                              members[0].spec))
+    wl = Workload(namespace=ns, name=group, queue_name=first.metadata.labels[QUEUE_LABEL],
+                  podsets=podsets, uid=first.metadata.uid, source="PodGroup", pods=owned)
+    stamps = [parse_time(p.metadata.creation_timestamp, "metadata.creationTimestamp")
+              for p in pods if p.metadata.creation_timestamp]
+    if stamps:
+        wl.creation_time = min(stamps)
+    _located(manifests, first, lambda w=wl, p=first: _priority_from_labels(
+        w, p.metadata.labels, p.spec, objs, pcs, default_priority))
+    return wl
 
 
 def _pod_error(manifests: Manifests, pod: Pod, message: str, fld: str,
@@ -1148,6 +1197,10 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
                                     expected="at most one config.kueue.x-k8s.io Configuration")
                 seen_configs = doc
                 objs.config = _configuration(doc)
+    if manifests.workload_api:
+        api = load_workload_api(manifests)
+        objs.native_groups = {key: g.min_count if g.gang else 0
+                              for key, g in api.groups.items()}
     origins: dict[str, Document | None] = {}
     for doc in manifests.other:
         with doc.located():

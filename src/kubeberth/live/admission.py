@@ -60,7 +60,6 @@ from kubeberth.admission.driver import Cycle, settle
 from kubeberth.admission.model import (
     ADMISSION_GATE,
     JOB_MIN_PARALLELISM_ANNOTATION,
-    POD_GROUP_LABEL,
     POD_PRIORITY_CLASS_SOURCE,
     PRIORITY_CLASS_LABEL,
     QUEUE_LABEL,
@@ -82,7 +81,8 @@ from kubeberth.config.manifests import Manifests, decode_object
 from kubeberth.config.yamlsrc import Document, Source
 from kubeberth.live.controller import INVALID_OBJECT, Controller
 from kubeberth.live.events import EventRecorder
-from kubeberth.live.informer import SYNC
+from kubeberth.config.workload_api import load_workload_api
+from kubeberth.live.informer import SYNC, NativePodGroup
 from kubeberth.live.leader import LeaderElector
 from kubeberth.live.metrics import ControllerMetrics
 
@@ -91,6 +91,7 @@ log = logging.getLogger("kubeberth.admission")
 Obj = dict[str, Any]
 T = TypeVar("T")
 GROUP = "kueue.x-k8s.io"
+NATIVE = "NativePodGroup"  # scheduling.k8s.io/v1beta1 PodGroup
 COMPONENT = "kueue-admission"  # the Events' reporting component (Kueue: kueue-admission)
 DEBOUNCE = 0.05  # quiet time before a round
 MAX_DELAY = 1.0  # a round runs at the latest this long after the first pending event
@@ -385,8 +386,11 @@ class LiveAdmission(Controller[AdmissionMetrics]):
             self.watch(kind, res)
         for kind, res in (("Job", Job), ("Pod", Pod)):
             self.watch(kind, res, labels={QUEUE_LABEL: operators.exists()})
+        # Native PodGroups that queue-labelled pods join (KEP-13150's proposal); an API that
+        # does not serve them reads as empty.
+        self.watch(NATIVE, NativePodGroup)
         self.cache: dict[str, dict[str, Obj]] = {
-            kind: {} for kind in (*resources, "Job", "Pod")}
+            kind: {} for kind in (*resources, "Job", "Pod", NATIVE)}
         self.decisions: list[AdmissionDecision] = []
         self.conflicts = 0
         self.rounds = 0
@@ -621,12 +625,26 @@ class LiveAdmission(Controller[AdmissionMetrics]):
             raw_pods[_key(obj)] = obj
         if pods:
             try:
-                objs = load_kueue(Manifests(pods=pods, priority_classes=pcs, other=wpcs))
+                objs = load_kueue(Manifests(pods=pods, priority_classes=pcs, other=wpcs,
+                                            workload_api=self._native_groups()))
             except InputError as err:
                 log.warning("queue-labelled pods: %s", err)
                 return out
             for wl in objs.workloads:
                 out.append((wl, [raw_pods[k] for k in sorted(wl.pods) if k in raw_pods]))
+        return out
+
+    def _native_groups(self) -> list[Document]:
+        """The native PodGroups, each read alone first: a bad one is refused by itself."""
+        out = []
+        for o in sorted(self.cache[NATIVE].values(), key=_key):
+            doc = _doc(self._as(NativePodGroup, o))
+            try:
+                load_workload_api(Manifests(workload_api=[doc]))
+            except InputError as err:
+                self._verdict(NATIVE, o, str(err))
+                continue
+            out.append(doc)
         return out
 
     def _verdict_key(self, kind: str, obj: Obj) -> tuple[str, str, str, str]:
@@ -717,7 +735,7 @@ class LiveAdmission(Controller[AdmissionMetrics]):
                  "controller": o is first, "blockOwnerDeletion": True} for o in owners]
         meta: Obj = {"name": wl.name, "namespace": wl.namespace, "ownerReferences": refs,
                      "labels": {f"{GROUP}/job-uid": str(first["metadata"].get("uid", ""))}}
-        if first["kind"] == "Pod" and labels.get(POD_GROUP_LABEL):
+        if wl.source == "PodGroup":
             meta["labels"] = {}
         return {"apiVersion": f"{GROUP}/{self.version}", "kind": "Workload",
                 "metadata": meta, "spec": spec}

@@ -107,6 +107,8 @@ RBAC: dict[str, list[Rule]] = {
         ("batch", "jobs", ("get", "list", "patch", "watch")),
         # Queue-labelled pods: ungated by patch, deleted when their workload is preempted.
         ("", "pods", ("delete", "get", "list", "patch", "watch")),
+        # Kubernetes 1.37's native PodGroups (where served): a gang's pods are one Workload.
+        ("scheduling.k8s.io", "podgroups", ("list", "watch")),
         EVENTS,
         LEASES,
     ],
