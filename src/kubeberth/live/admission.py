@@ -78,10 +78,10 @@ from kubeberth.api.errors import InputError
 from kubeberth.api.quantity import format_milli
 from kubeberth.api.times import format_time, parse_time
 from kubeberth.config.manifests import Manifests, decode_object
+from kubeberth.config.workload_api import load_workload_api
 from kubeberth.config.yamlsrc import Document, Source
 from kubeberth.live.controller import INVALID_OBJECT, Controller
 from kubeberth.live.events import EventRecorder
-from kubeberth.config.workload_api import load_workload_api
 from kubeberth.live.informer import SYNC, NativePodGroup
 from kubeberth.live.leader import LeaderElector
 from kubeberth.live.metrics import ControllerMetrics
