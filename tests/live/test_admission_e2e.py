@@ -24,6 +24,7 @@ from kubeberth.live.admission import LiveAdmission
 from kubeberth.live.leader import LeaderElector, LeaseTiming
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+GROUP = "kueue.x-k8s.io"
 
 KUEUE = """\
 apiVersion: v1
@@ -204,7 +205,9 @@ def objects(live: Live, plural: str) -> dict[str, dict[str, Any]]:
     api = srv.api
 
     def read() -> dict[str, dict[str, Any]]:
-        rt = next(r for r in api.registry.resources if r.plural == plural)
+        # Kueue's kind first where scheduling.k8s.io serves the same plural (workloads).
+        rt = next(r for r in sorted(api.registry.resources, key=lambda r: r.group != GROUP)
+                  if r.plural == plural)
         return {(f"{o['metadata']['namespace']}/" if o["metadata"].get("namespace") else "")
                 + o["metadata"]["name"]: o for o in api.store.items(rt)}
 
@@ -682,6 +685,68 @@ def test_pod_group_becomes_one_workload_once_complete(live: Live, ctl: Ctl,
     assert [r["name"] for r in want["workloads"]] == ["team-a/g"]
     assert sorted(map(str, want["workloads"][0]["flavors"].values())) == \
         sorted(map(str, flavors.values()))
+
+
+def native_pod(name: str, group: str) -> str:
+    return f"""apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: team-a
+  labels: {{kueue.x-k8s.io/queue-name: main}}
+spec:
+  schedulingGroup: {{podGroupName: {group}}}
+  containers:
+  - name: c
+    image: busybox
+    resources: {{requests: {{cpu: "1", nvidia.com/gpu: "1"}}}}
+---
+"""
+
+
+NATIVE_GANG = """apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: train, namespace: team-a}
+spec:
+  schedulingPolicy: {gang: {minCount: 3}}
+---
+"""
+
+
+def test_native_pod_group_becomes_one_workload_and_binds_as_a_gang(live: Live, ctl: Ctl,
+                                                                   tmp_path: Path) -> None:
+    """KEP-13150's proposal: queue-labelled pods joining a native gang PodGroup are one
+    Workload once the group has minCount pods; admission ungates them all and the live
+    scheduler binds the gang."""
+    live.serve(write(tmp_path / "cluster.yaml", CLUSTER),
+               runtime_config="scheduling.k8s.io/v1beta1=true")
+    live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
+    live.scheduler()
+    c = ctl.start()
+    first = NATIVE_GANG + native_pod("train-0", "train") + native_pod("train-1", "train")
+    live.kubectl("apply", "-f", str(write(tmp_path / "first.yaml", first)))
+    wait_for(lambda: c.rounds > 0 and len(live.pods()) == 2, "a round with the two pods")
+    assert workloads(live) == {}  # below the gang's minCount: no Workload, pods stay gated
+    assert all(p["spec"].get("schedulingGates") for p in live.pods().values())
+    live.kubectl("apply", "-f", str(write(tmp_path / "last.yaml",
+                                          native_pod("train-2", "train"))))
+    wait_for(lambda: "team-a/train" in admitted(live), "the native group's admission")
+    assert list(workloads(live)) == ["team-a/train"]
+    wl = workloads(live)["team-a/train"]
+    assert sorted(r["name"] for r in wl["metadata"]["ownerReferences"]) == \
+        ["train-0", "train-1", "train-2"]
+    assert [p["count"] for p in wl["spec"]["podSets"]] == [3]
+    wait_for(lambda: all(live.placement().get(f"team-a/train-{i}") for i in range(3)),
+             "every pod of the gang to bind")
+    for i in range(3):
+        pod = live.pods()[f"team-a/train-{i}"]
+        assert not pod["spec"].get("schedulingGates")
+        assert pod["spec"]["nodeSelector"] == {"gpu": "a100"}
+    want = expected(write(tmp_path / "all.yaml", KUEUE + first + native_pod("train-2",
+                                                                            "train")))
+    assert [r["name"] for r in want["workloads"]] == ["team-a/train"]
+    assert list(want["workloads"][0]["flavors"].values()) == \
+        list(admitted(live)["team-a/train"].values())
 
 
 def test_cli_serves_health_and_kueue_metrics_and_stops_on_sigterm(live: Live,
