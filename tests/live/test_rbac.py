@@ -351,14 +351,15 @@ spec:
 """
 
 
-def queued_pod(name: str, gpus: int) -> str:
+def queued_pod(name: str, gpus: int, group: str = "") -> str:
+    joins = f"\n  schedulingGroup: {{podGroupName: {group}}}" if group else ""
     return f"""apiVersion: v1
 kind: Pod
 metadata:
   name: {name}
   namespace: team-a
   labels: {{kueue.x-k8s.io/queue-name: main}}
-spec:
+spec:{joins}
   containers:
   - name: c
     image: busybox
@@ -396,11 +397,11 @@ def _admission(live: Live, tmp_path: Path, token: str, version: str | None) -> N
     pods), leader election, Workloads created for a Job and a pod, their status, ClusterQueue
     and LocalQueue status written, the Job started and the pod ungated, then a higher-priority
     Job preempting both: the Job stopped, the pod deleted; a Workload an admission check
-    rejects, deactivated; Events; one 409 each on a Job, a pod and a Workload status patch, so
-    each is read back. ``version``: the Kueue version read (None: the served one the
-    controller finds, v1beta1 here)."""
+    rejects, deactivated; a native gang PodGroup's pods, one Workload, ungated; Events; one
+    409 each on a Job, a pod and a Workload status patch, so each is read back. ``version``:
+    the Kueue version read (None: the served one the controller finds, v1beta1 here)."""
     live.serve(write(tmp_path / "cluster.yaml", node("a100-0", 4, 64, "{gpu: a100}")),
-               audit=True)
+               audit=True, runtime_config="scheduling.k8s.io/v1beta1=true")
     live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
     client = ConflictingClient(live, token)
     ctl = LiveAdmission(client, elector=elector(live.client(token), "admission"),
@@ -422,6 +423,15 @@ def _admission(live: Live, tmp_path: Path, token: str, version: str | None) -> N
     wait_for(lambda: "team-a/solo" not in live.pods(), "the preempted pod deleted")
     live.kubectl("apply", "-f", str(write(tmp_path / "vetoed.yaml", VETOED)))
     wait_for(lambda: did("deactivate", "team-a/vetoed"), "the rejected Workload deactivated")
+    gang = """apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: pair, namespace: team-a}
+spec:
+  schedulingPolicy: {gang: {minCount: 2}}
+---
+""" + queued_pod("pair-0", 0, "pair") + queued_pod("pair-1", 0, "pair")
+    live.kubectl("apply", "-f", str(write(tmp_path / "gang.yaml", gang)))
+    wait_for(lambda: did("start", "team-a/pair"), "the native group's pods ungated")
     assert sorted(client.raced) == ["Job", "Pod", "Workload"]
     assert ctl.conflicts >= 3
     live.stop_controller(ctl)  # type: ignore[arg-type]  # flushes the Events
