@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from kubeberth.admission.model import load_kueue
 from kubeberth.cli.main import app
+from kubeberth.config.manifests import load_manifests
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "kueue" / "admission.yaml"
@@ -112,6 +114,82 @@ def test_incomplete_pod_group_is_reported(tmp_path: Path) -> None:
                                   "flavors": {}}]
     table = CliRunner().invoke(app, ["admit", "-f", str(path)], env={"COLUMNS": "250"}).stdout
     assert "waiting for 2 more pod(s) of group spark (total count 3)" in table
+
+
+NATIVE_EXAMPLE = ROOT / "examples" / "kueue-native-podgroup" / "kueue.yaml"
+
+
+def test_native_pod_group_example_is_one_workload_per_gang() -> None:
+    """KEP-13150's proposal: a gang with minCount pods is one Workload, a gang short of its
+    minCount is waiting for pods, a basic group's pod is a plain pod."""
+    data = json.loads(_invoke("-f", str(NATIVE_EXAMPLE), "-o", "json").stdout)
+    assert [(w["name"], w["state"], w["reason"]) for w in data["workloads"]] == [
+        ("team-a/pod-loose-0", "Admitted", "Admitted"),
+        ("team-a/short", "Pending", "WaitingForPods"),
+        ("team-a/train", "Admitted", "Admitted")]
+    objs = load_kueue(load_manifests([str(NATIVE_EXAMPLE)]))
+    train = next(w for w in objs.workloads if w.name == "train")
+    assert [ps.count for ps in train.podsets] == [4]
+    assert sorted(train.pods) == [f"team-a/train-{i}" for i in range(4)]
+    table = CliRunner().invoke(app, ["admit", "-f", str(NATIVE_EXAMPLE)],
+                               env={"COLUMNS": "250"}).stdout
+    assert "waiting for 1 more pod(s) of PodGroup short (gang minCount 3)" in table
+
+
+def _native(tmp_path: Path, group: str, pods: list[tuple[str, str]]) -> Path:
+    """A gang PodGroup ``g`` (minCount 2, unless ``group`` is given) and queue-labelled pods
+    (name, extra label lines) that join ``g``."""
+    docs = [group or "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\n"
+            "metadata: {name: g}\nspec:\n  schedulingPolicy: {gang: {minCount: 2}}\n"]
+    for name, extra in pods:
+        docs.append(f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels:\n"
+                    f"    kueue.x-k8s.io/queue-name: q\n{extra}spec:\n"
+                    "  schedulingGroup: {podGroupName: g}\n  containers: [{name: c}]\n")
+    path = tmp_path / "native.yaml"
+    path.write_text("---\n".join(docs))
+    return path
+
+
+def test_native_pod_group_with_more_pods_than_min_count_counts_every_pod(
+        tmp_path: Path) -> None:
+    path = _native(tmp_path, "", [("a", ""), ("b", ""), ("c", "")])
+    [wl] = load_kueue(load_manifests([str(path)])).workloads
+    assert (wl.name, [ps.count for ps in wl.podsets]) == ("g", [3])
+
+
+def test_native_pod_group_that_does_not_exist_waits(tmp_path: Path) -> None:
+    path = _native(tmp_path, "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n",
+                   [("a", "")])
+    data = json.loads(_invoke("-f", str(path), "-o", "json").stdout)
+    assert [(w["name"], w["reason"]) for w in data["workloads"]] == [
+        ("default/g", "WaitingForPods")]
+
+
+def test_label_and_scheduling_group_naming_different_groups_exit_2(tmp_path: Path) -> None:
+    path = _native(tmp_path, "", [("a", "    kueue.x-k8s.io/pod-group-name: other\n")])
+    result = _invoke("-f", str(path))
+    assert result.exit_code == 2
+    assert "native.yaml:15: field spec.schedulingGroup.podGroupName: the pod-group-name " \
+           "label says other but spec.schedulingGroup names PodGroup g" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_label_and_scheduling_group_naming_the_same_group_is_a_label_group(
+        tmp_path: Path) -> None:
+    path = _native(tmp_path, "", [("a", "    kueue.x-k8s.io/pod-group-name: g\n")])
+    result = _invoke("-f", str(path))
+    assert result.exit_code == 2
+    assert "the pod group has no total count" in result.output
+
+
+def test_invalid_native_pod_group_exits_2(tmp_path: Path) -> None:
+    path = _native(tmp_path, "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\n"
+                   "metadata: {name: g}\nspec:\n  schedulingPolicy: {gang: {minCount: 0}}\n",
+                   [("a", "")])
+    result = _invoke("-f", str(path))
+    assert result.exit_code == 2
+    assert "native.yaml:5: field spec.schedulingPolicy.gang.minCount: gang minCount is 0" \
+        in result.output
 
 
 def test_cycles_must_be_positive() -> None:

@@ -203,6 +203,29 @@ def test_pod_group_is_one_workload_admitted_when_all_pods_exist(tmp_path: Path) 
     assert summary["admission"]["clusterQueues"]["cq"]["workloads"] == 1
 
 
+def native_group(name: str, min_count: int) -> Doc:
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}}
+
+
+def joins(doc: Doc, group: str) -> Doc:
+    doc["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return doc
+
+
+def test_native_gang_pod_group_is_one_workload_bound_as_a_gang(tmp_path: Path) -> None:
+    """KEP-13150's proposal: the Workload is made once minCount pods exist; until then the
+    first pod waits gated; admission ungates both and the group cycle binds them together."""
+    pods, summary = simulate(tmp_path, TWO_POOLS, [*one_queue(), native_group("g", 2),
+        joins(pod("g-0", 2, 0, 100, "q"), "g"),
+        joins(pod("g-1", 2, 30, 100, "q"), "g")])
+    assert pods["g-0"]["bound"] == pods["g-1"]["bound"] == "30.0"
+    assert summary["admission"]["clusterQueues"]["cq"]["workloads"] == 1
+    groups = summary["podGroups"]
+    assert (groups["total"], groups["allBound"], groups["partialPlacements"]) == (1, 1, 0)
+
+
 def test_never_admitted_pods_report_the_kueue_reason(tmp_path: Path) -> None:
     _, summary = simulate(tmp_path, TWO_POOLS, [*one_queue(), pod("huge", 8, 0, 10, "q")])
     assert summary["unscheduledPods"] == ["default/huge"]
