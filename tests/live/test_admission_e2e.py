@@ -131,14 +131,17 @@ spec:
 """
 
 
-def queued_pod(name: str, ns: str, gpus: int) -> str:
+def queued_pod(name: str, ns: str, gpus: int, group: str = "") -> str:
+    """A pod queued in the namespace's LocalQueue main; with ``group``, joining that native
+    PodGroup."""
+    joins = f"\n  schedulingGroup: {{podGroupName: {group}}}" if group else ""
     return f"""apiVersion: v1
 kind: Pod
 metadata:
   name: {name}
   namespace: {ns}
   labels: {{kueue.x-k8s.io/queue-name: main}}
-spec:
+spec:{joins}
   containers:
   - name: c
     image: busybox
@@ -687,23 +690,6 @@ def test_pod_group_becomes_one_workload_once_complete(live: Live, ctl: Ctl,
         sorted(map(str, flavors.values()))
 
 
-def native_pod(name: str, group: str) -> str:
-    return f"""apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}
-  namespace: team-a
-  labels: {{kueue.x-k8s.io/queue-name: main}}
-spec:
-  schedulingGroup: {{podGroupName: {group}}}
-  containers:
-  - name: c
-    image: busybox
-    resources: {{requests: {{cpu: "1", nvidia.com/gpu: "1"}}}}
----
-"""
-
-
 NATIVE_GANG = """apiVersion: scheduling.k8s.io/v1beta1
 kind: PodGroup
 metadata: {name: train, namespace: team-a}
@@ -723,13 +709,14 @@ def test_native_pod_group_becomes_one_workload_and_binds_as_a_gang(live: Live, c
     live.kubectl("apply", "-f", str(write(tmp_path / "kueue.yaml", KUEUE)))
     live.scheduler()
     c = ctl.start()
-    first = NATIVE_GANG + native_pod("train-0", "train") + native_pod("train-1", "train")
+    first = NATIVE_GANG + "".join(queued_pod(f"train-{i}", "team-a", 1, "train")
+                                  for i in range(2))
     live.kubectl("apply", "-f", str(write(tmp_path / "first.yaml", first)))
     wait_for(lambda: c.rounds > 0 and len(live.pods()) == 2, "a round with the two pods")
     assert workloads(live) == {}  # below the gang's minCount: no Workload, pods stay gated
     assert all(p["spec"].get("schedulingGates") for p in live.pods().values())
     live.kubectl("apply", "-f", str(write(tmp_path / "last.yaml",
-                                          native_pod("train-2", "train"))))
+                                          queued_pod("train-2", "team-a", 1, "train"))))
     wait_for(lambda: "team-a/train" in admitted(live), "the native group's admission")
     assert list(workloads(live)) == ["team-a/train"]
     wl = workloads(live)["team-a/train"]
@@ -742,8 +729,8 @@ def test_native_pod_group_becomes_one_workload_and_binds_as_a_gang(live: Live, c
         pod = live.pods()[f"team-a/train-{i}"]
         assert not pod["spec"].get("schedulingGates")
         assert pod["spec"]["nodeSelector"] == {"gpu": "a100"}
-    want = expected(write(tmp_path / "all.yaml", KUEUE + first + native_pod("train-2",
-                                                                            "train")))
+    want = expected(write(tmp_path / "all.yaml",
+                          KUEUE + first + queued_pod("train-2", "team-a", 1, "train")))
     assert [r["name"] for r in want["workloads"]] == ["team-a/train"]
     assert list(want["workloads"][0]["flavors"].values()) == \
         list(admitted(live)["team-a/train"].values())

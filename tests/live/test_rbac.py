@@ -39,6 +39,8 @@ from tests.live.spillenv import (
     start,
     vk_node,
 )
+from tests.live.test_admission_e2e import NATIVE_GANG as QUEUED_GANG
+from tests.live.test_admission_e2e import queued_pod
 
 from kubeberth.admission.checks import CheckRegistry, CheckRequest, Verdict
 from kubeberth.api.objects import to_dict
@@ -351,23 +353,6 @@ spec:
 """
 
 
-def queued_pod(name: str, gpus: int, group: str = "") -> str:
-    joins = f"\n  schedulingGroup: {{podGroupName: {group}}}" if group else ""
-    return f"""apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}
-  namespace: team-a
-  labels: {{kueue.x-k8s.io/queue-name: main}}
-spec:{joins}
-  containers:
-  - name: c
-    image: busybox
-    resources: {{requests: {{cpu: "1", nvidia.com/gpu: "{gpus}"}}}}
----
-"""
-
-
 class ConflictingClient(Client):
     """The first patch this client sends to a Job, a pod and a Workload's status each meets a
     concurrent change (another client labels the object just before), so the controller takes
@@ -410,7 +395,7 @@ def _admission(live: Live, tmp_path: Path, token: str, version: str | None) -> N
     start(live, ctl)
     wait_for(ctl.ready, "the admission controller's caches")
     live.kubectl("apply", "-f", str(write(tmp_path / "low.yaml", queued_job("low", 2)
-                                          + queued_pod("solo", 2))))
+                                          + queued_pod("solo", "team-a", 2))))
 
     def did(action: str, workload: str) -> bool:
         return any(d.action == action and d.workload == workload for d in ctl.decisions)
@@ -423,15 +408,10 @@ def _admission(live: Live, tmp_path: Path, token: str, version: str | None) -> N
     wait_for(lambda: "team-a/solo" not in live.pods(), "the preempted pod deleted")
     live.kubectl("apply", "-f", str(write(tmp_path / "vetoed.yaml", VETOED)))
     wait_for(lambda: did("deactivate", "team-a/vetoed"), "the rejected Workload deactivated")
-    gang = """apiVersion: scheduling.k8s.io/v1beta1
-kind: PodGroup
-metadata: {name: pair, namespace: team-a}
-spec:
-  schedulingPolicy: {gang: {minCount: 2}}
----
-""" + queued_pod("pair-0", 0, "pair") + queued_pod("pair-1", 0, "pair")
+    gang = QUEUED_GANG + "".join(queued_pod(f"train-{i}", "team-a", 0, "train")
+                                 for i in range(3))
     live.kubectl("apply", "-f", str(write(tmp_path / "gang.yaml", gang)))
-    wait_for(lambda: did("start", "team-a/pair"), "the native group's pods ungated")
+    wait_for(lambda: did("start", "team-a/train"), "the native group's pods ungated")
     assert sorted(client.raced) == ["Job", "Pod", "Workload"]
     assert ctl.conflicts >= 3
     live.stop_controller(ctl)  # type: ignore[arg-type]  # flushes the Events
