@@ -4,8 +4,9 @@ Admission policy code must not care whether a ClusterQueue came from a v1beta1 o
 manifest, whether a Workload was written by hand or derived from a Job, or how a quantity was
 spelled. This module turns the raw ``kueue.x-k8s.io`` documents that :mod:`config.manifests`
 keeps (ResourceFlavor, ClusterQueue, Cohort, LocalQueue, WorkloadPriorityClass, Workload), the
-``config.kueue.x-k8s.io`` Configuration, and the queue-labelled Pods, pod groups and batch/v1
-Jobs into plain typed records with quantities in int milli-units. References that Kueue rejects
+``config.kueue.x-k8s.io`` Configuration, and the queue-labelled Pods, pod groups (by Kueue's
+label, or by a native gang PodGroup as Kueue's KEP-13150 proposes) and batch/v1 Jobs into plain
+typed records with quantities in int milli-units. References that Kueue rejects
 at admission time (a ClusterQueue quota naming a flavor with no ResourceFlavor, a cohort cycle, a
 LocalQueue naming a ClusterQueue that does not exist) are not errors here: Kueue keeps such
 objects and reports them as inactive or as a pending reason, so the admission layer does too.
