@@ -1,9 +1,12 @@
-"""``kubeberth experiment fragmentation``: the FGD paper's policy comparison as one command.
+"""``kubeberth experiment``: policy comparisons, one command each.
 
-The grid (traces × policies × seeds) runs on a local process pool, one run per task, or on a Ray
-cluster with ``--ray-address`` (extra ``kubeberth[ray]``); runs already in the output folder are
-reused, so an interrupted grid resumes. Results: ``fragmentation.csv`` (tidy, one row per run and
-whole percent of arrived GPU demand) and ``fragmentation.html``. Contract: docs/gpu.md.
+``fragmentation`` is the FGD paper's: the grid (traces × policies × seeds) runs on a local
+process pool, one run per task, or on a Ray cluster with ``--ray-address`` (extra
+``kubeberth[ray]``); runs already in the output folder are reused, so an interrupted grid
+resumes. Results: ``fragmentation.csv`` (tidy, one row per run and whole percent of arrived GPU
+demand) and ``fragmentation.html``. Contract: docs/gpu.md. ``gangs`` compares native gangs,
+Coscheduling and no gang on an openb trace's multi-GPU jobs (``gangs.csv``, one row a mode and
+seed; docs/gangs.md).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
 from kubeberth.api.errors import InputError
 from kubeberth.cli.common import OldOutOpt, OutputOpt, out_dir_option
@@ -122,3 +126,71 @@ def fragmentation(
         print_data(rows, fmt)
         return
     console.print(f"wrote {csv_path} and {html_path}")
+
+
+@app.command()
+def gangs(
+    trace: Annotated[str, typer.Option(
+        "--trace", help="openb trace name (multigpu20/30/40/50 stress multi-GPU jobs) or an "
+                        "openb pod CSV.")] = "multigpu50",
+    mode: Annotated[list[str] | None, typer.Option(
+        "--mode", help="native, coscheduling or none; repeat for several (default: all "
+                       "three).")] = None,
+    seed: Annotated[list[int] | None, typer.Option(
+        "--seed", help="Seed of a run (node sample, pod order, run times of added pods); "
+                       "repeat (default: 42).")] = None,
+    load: Annotated[float, typer.Option(
+        help="Offered GPU demand as a multiple of the sampled nodes' GPUs (above 1 "
+             "queues).")] = 1.2,
+    nodes: Annotated[int, typer.Option(help="GPU nodes sampled from the openb cluster.")] = 64,
+    pods: Annotated[int, typer.Option(
+        help="Trace rows replayed (each multi-GPU row becomes a job of 1-GPU pods).")] = 2000,
+    out_dir: Annotated[Path | None, out_dir_option(RESULTS_DIR)] = None,
+    output: OutputOpt = None,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", help="Worker processes (default: the CPU count).")] = 0,
+) -> None:
+    """Compare native gangs, Coscheduling and no gang on an openb trace's multi-GPU jobs."""
+    from kubeberth.cli.common import OutputFormat, output_and_folder, print_data, user_errors
+    from kubeberth.cli.main import console
+    from kubeberth.sim.fragmentation import check_trace
+    from kubeberth.sim.gangs import MODES, GangRun, check_mode, run_all, write_csv
+
+    fmt, out = output_and_folder(output, out_dir, None, RESULTS_DIR)
+    with user_errors():
+        checked = check_trace(trace)
+        modes = [check_mode(m) for m in (mode or list(MODES))]
+        if not 0 < load <= 10:
+            raise InputError(f"--load {load} is out of range", field="--load",
+                             expected="a multiple of the sampled GPUs in (0, 10]")
+        for flag, value in (("--nodes", nodes), ("--pods", pods)):
+            if value < 1:
+                raise InputError(f"{flag} {value}", field=flag, expected="a positive integer")
+        runs = [GangRun(m, checked, s, load, nodes, pods) for s in (seed or [42]) for m in modes]
+        with console.status(f"running {len(runs)} gang runs"):
+            rows = run_all(runs, jobs if jobs > 0 else (os.cpu_count() or 1))
+        path = write_csv(rows, out)
+    if fmt != OutputFormat.table:
+        print_data(rows, fmt)
+        return
+    table = Table(title=f"gang experiment: {trace}, load {load:g}, {nodes} nodes, {pods} rows")
+    shown = (("mode", "mode"), ("seed", "seed"), ("jobs", "jobs"), ("jobs_complete", "done"),
+             ("job_wait_p50", "wait p50 s"), ("job_wait_p90", "p90"), ("job_wait_p99", "p99"),
+             ("gpu_alloc_mean_pct", "GPU %"), ("stranded_gpu_hours", "stranded GPU-h"),
+             ("unscheduled_pods", "never bound"))
+    for column, title in shown:
+        table.add_column(title, justify="left" if column == "mode" else "right")
+    for r in rows:
+        table.add_row(*(_short(r[c]) for c, _ in shown))
+    console.print(table)
+    console.print(f"wrote {path}")
+
+
+def _short(value: object) -> str:
+    """A table cell: numbers to one decimal (the CSV keeps them whole)."""
+    if isinstance(value, str) and "." in value:
+        try:
+            return f"{float(value):.1f}"
+        except ValueError:
+            return value
+    return str(value)

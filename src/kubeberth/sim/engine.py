@@ -431,10 +431,23 @@ class Simulation:
         sched = self.scheduler
         sched.queue.flush_backoff_completed()
         self._release_waiting()
+        # Pods attempted at this instant since the cluster last changed. On a real clock a
+        # scheduler whose attempts keep failing spins, each cycle taking time, until something
+        # changes; on the virtual clock, which stands still while it works, the same attempts
+        # would repeat forever (Coscheduling's Permit re-activating a gang's members in turn).
+        # So a pod attempted again with nothing bound, finished or evicted in between pauses the
+        # loop until the next event.
+        tried: set[str] = set()
+        progress = self._progress
         while True:
             res = sched.schedule_one()
             if res is None:
                 break
+            if self._progress != progress:
+                tried.clear()
+                progress = self._progress
+            spinning = res.pod.key in tried and res.outcome in ("unschedulable", "error")
+            tried.add(res.pod.key)
             self._decisions += 1
             if res.group is not None and res.group is not self._last_group:
                 self._last_group = res.group  # a group cycle's first result: its outcome
@@ -448,6 +461,8 @@ class Simulation:
                     self._bind(res)
             self._release_waiting()
             sched.queue.flush_backoff_completed()
+            if spinning:
+                break
         self._arm(sched.queue.next_backoff_expiry())
         self._arm(sched.next_permit_deadline())
         oldest = sched.queue.oldest_unschedulable_timestamp()

@@ -131,6 +131,11 @@ def _bundled(filename: str) -> io.StringIO:
     return stream
 
 
+def gpu_nodes() -> list[Node]:
+    """The openb cluster's 1,213 GPU nodes, the experiments' cluster."""
+    return read_openb_nodes(_bundled(GPU_NODES))
+
+
 def load_trace(trace: str) -> list[TracePod]:
     if trace in TRACES:
         return read_openb_pods(_bundled(f"openb_pod_list_{trace}.csv.gz"))
@@ -247,7 +252,7 @@ def _shape(pod: PodInfo) -> tuple[object, ...]:
 def run_one(spec: RunSpec) -> list[dict[str, Any]]:
     """One run; rows of :data:`COLUMNS`, one per whole percent of arrived GPU demand."""
     pods = [make_pod_info(tp.pod) for tp in load_trace(spec.trace)]
-    nodes = read_openb_nodes(_bundled(GPU_NODES))
+    nodes = gpu_nodes()
     counts = target_workload_counts(pods)
     typical = typical_pod_types(counts, spec.popularity)
     target = TargetWorkload(typical)
