@@ -1,0 +1,134 @@
+"""The quota tree at its edges, as Kueue's resource_node.go and fair_sharing.go compute them: a
+share of one milli-unit, a resource the cohort lends none of, equal ratios, a flavor-resource a
+queue has no quota or no usage for (Go reads a missing map key as 0), removing workloads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubeberth.admission.quota import (
+    DRS,
+    WorkloadInfo,
+    admitted_info,
+    quantities_fit_in_quota,
+    within_nominal,
+)
+
+from .builders import cluster_queue, flavor, group, load, quota, snapshot, workload
+
+CPU = "cpu"
+MEM = "memory"
+GPU = "nvidia.com/gpu"
+
+
+def _cohort_of_two(a: list[dict[str, Any]], b: list[dict[str, Any]], resources: list[str],
+                   *used: dict[str, Any], weight_b: str | None = None) -> list[dict[str, Any]]:
+    """ClusterQueues ``a`` and ``b`` in cohort ``co`` on flavor ``default`` with the given
+    quotas, and the admitted workloads ``used``."""
+    return [flavor("default"),
+            cluster_queue("a", [group(resources, ("default", a))], cohort="co"),
+            cluster_queue("b", [group(resources, ("default", b))], cohort="co",
+                          weight=weight_b),
+            *used]
+
+
+def _on_a(name: str, requests: dict[str, str]) -> dict[str, Any]:
+    return workload(name, "a", requests, admitted=("a", dict.fromkeys(requests, "default")))
+
+
+# ---- dominant resource share -------------------------------------------------------------------
+@pytest.mark.parametrize(("a_cpu", "b_cpu", "used", "share"), [
+    # One milli-cpu over the nominal quota is borrowing: 1 of the 8000m lendable, per mille.
+    ("2", "6", "2001m", DRS(1.0, 0.125, CPU)),
+    # A cohort that can lend a single milli-cpu: borrowing all of it is 1000 per mille.
+    ("0", "1m", "1m", DRS(1.0, 1000.0, CPU)),
+    # Exactly at the nominal quota is not borrowing.
+    ("2", "6", "2", DRS(1.0, 0.0, "")),
+])
+def test_share_at_the_smallest_amounts(tmp_path: Path, a_cpu: str, b_cpu: str, used: str,
+                                       share: DRS) -> None:
+    docs = _cohort_of_two([quota(CPU, a_cpu)], [quota(CPU, b_cpu)], [CPU],
+                          _on_a("w", {CPU: used}))
+    assert snapshot(load(tmp_path, docs)).cluster_queues["a"].dominant_resource_share() == share
+
+
+@pytest.mark.parametrize(("used", "share"), [
+    # Borrowing only a resource no one in the cohort has quota for: no ratio, no resource.
+    ({GPU: "1"}, DRS(1.0, 0.0, "")),
+    # Then the resources the cohort does lend decide alone: 1 of 4 cpu.
+    ({GPU: "1", CPU: "2"}, DRS(1.0, 250.0, CPU)),
+])
+def test_resource_the_cohort_lends_none_of(tmp_path: Path, used: dict[str, str],
+                                           share: DRS) -> None:
+    docs = _cohort_of_two([quota(CPU, "1"), quota(GPU, "0")], [quota(CPU, "3"), quota(GPU, "0")],
+                          [CPU, GPU], _on_a("w", used))
+    assert snapshot(load(tmp_path, docs)).cluster_queues["a"].dominant_resource_share() == share
+
+
+@pytest.mark.parametrize("order", [[CPU, MEM], [MEM, CPU]])
+def test_equal_ratios_name_the_first_resource_alphabetically(tmp_path: Path,
+                                                              order: list[str]) -> None:
+    # a borrows 1 of 4 cpu and 1Gi of 4Gi memory: 250 each, whatever order the quotas list.
+    nominal = {CPU: ("1", "3"), MEM: ("1Gi", "3Gi")}
+    docs = _cohort_of_two([quota(r, nominal[r][0]) for r in order],
+                          [quota(r, nominal[r][1]) for r in order], order,
+                          _on_a("w", {CPU: "2", MEM: "2Gi"}))
+    assert snapshot(load(tmp_path, docs)).cluster_queues["a"].dominant_resource_share() == \
+        DRS(1.0, 250.0, CPU)
+
+
+def test_share_carries_the_weight_when_not_borrowing(tmp_path: Path) -> None:
+    docs = _cohort_of_two([quota(CPU, "2")], [quota(CPU, "6")], [CPU], weight_b="2")
+    snap = snapshot(load(tmp_path, docs))
+    assert snap.cluster_queues["b"].dominant_resource_share() == DRS(2.0, 0.0, "")
+    # The cohort has no parent: its share is zero with its default weight.
+    assert snap.cohorts["co"].dominant_resource_share() == DRS(1.0, 0.0, "")
+
+
+# ---- flavor-resources without quota or usage ---------------------------------------------------
+def _with_old_flavor(tmp_path: Path) -> Any:
+    """Queue ``a`` (1 cpu on ``default``) holding 1m cpu on flavor ``old``, which its quotas no
+    longer list: usage without quota."""
+    docs = [flavor("old"),
+            *_cohort_of_two([quota(CPU, "1")], [quota(CPU, "3")], [CPU]),
+            workload("w", "a", {CPU: "1m"}, admitted=("a", {CPU: "old"}))]
+    return snapshot(load(tmp_path, docs))
+
+
+def test_quantities_fit_in_quota_reads_missing_quota_as_zero(tmp_path: Path) -> None:
+    cq = _with_old_flavor(tmp_path).cluster_queues["a"]
+    default, other = ("default", CPU), ("other", CPU)
+    # Without a lending limit nothing is kept locally: all of a request is asked of the parent.
+    assert quantities_fit_in_quota(cq, {default: 1000}) == (True, {default: 1000})
+    assert quantities_fit_in_quota(cq, {default: 1001}) == (False, {default: 1001})
+    # No quota and no usage: even 1m does not fit.
+    assert quantities_fit_in_quota(cq, {other: 1}) == (False, {other: 1})
+    assert quantities_fit_in_quota(cq, {other: 0}) == (True, {other: 0})
+
+
+def test_within_nominal_reads_missing_quota_and_usage_as_zero(tmp_path: Path) -> None:
+    cq = _with_old_flavor(tmp_path).cluster_queues["a"]
+    assert within_nominal(cq, {("default", CPU)})
+    assert within_nominal(cq, {("other", CPU)})  # no quota, no usage
+    assert not within_nominal(cq, {("old", CPU)})  # 1m used of no quota
+    assert not within_nominal(cq, {("default", CPU), ("old", CPU)})
+
+
+# ---- removing workloads ------------------------------------------------------------------------
+def test_remove_workload_forgets_it_and_its_usage(tmp_path: Path) -> None:
+    docs = _cohort_of_two([quota(CPU, "2")], [quota(CPU, "6")], [CPU],
+                          _on_a("w", {CPU: "3"}))
+    objs = load(tmp_path, docs)
+    snap = snapshot(objs)
+    cq, fr = snap.cluster_queues["a"], ("default", CPU)
+    info = admitted_info(objs.workloads[0])
+    assert list(cq.workloads) == [info.key] and cq.usage[fr] == 3000
+    snap.remove_workload(info)
+    assert cq.workloads == {} and cq.usage[fr] == 0 and snap.cohorts["co"].usage[fr] == 0
+    # Kueue deletes from its map whether or not the key is there: a workload the queue does
+    # not hold is no error.
+    snap.remove_workload(WorkloadInfo(objs.workloads[0], "a"))
+    assert cq.workloads == {} and cq.usage[fr] == 0
