@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kubeberth.admission.model import ResourceQuota
 from kubeberth.admission.quota import (
     DRS,
     WorkloadInfo,
@@ -109,6 +110,12 @@ def test_quantities_fit_in_quota_reads_missing_quota_as_zero(tmp_path: Path) -> 
     assert quantities_fit_in_quota(cq, {other: 0}) == (True, {other: 0})
 
 
+def test_quota_for_a_flavor_resource_without_quota_is_zero(tmp_path: Path) -> None:
+    cq = _with_old_flavor(tmp_path).cluster_queues["a"]
+    assert cq.quota_for(("default", CPU)) == ResourceQuota(1000)
+    assert cq.quota_for(("old", CPU)) == ResourceQuota(0, None, None)
+
+
 def test_within_nominal_reads_missing_quota_and_usage_as_zero(tmp_path: Path) -> None:
     cq = _with_old_flavor(tmp_path).cluster_queues["a"]
     assert within_nominal(cq, {("default", CPU)})
@@ -132,3 +139,48 @@ def test_remove_workload_forgets_it_and_its_usage(tmp_path: Path) -> None:
     # not hold is no error.
     snap.remove_workload(WorkloadInfo(objs.workloads[0], "a"))
     assert cq.workloads == {} and cq.usage[fr] == 0
+
+
+def test_usage_removed_by_the_milli(tmp_path: Path) -> None:
+    docs = _cohort_of_two([quota(CPU, "2")], [quota(CPU, "6", lending="1")], [CPU])
+    snap = snapshot(load(tmp_path, docs))
+    a, b, co, fr = (snap.cluster_queues["a"], snap.cluster_queues["b"], snap.cohorts["co"],
+                    ("default", CPU))
+    # b keeps 5 of its 6 cpu to itself: usage that exactly fills them never reaches the cohort,
+    # going or coming.
+    b.add_usage({fr: 5000})
+    b.remove_usage({fr: 5000})
+    assert b.usage == {fr: 0} and co.usage == {}
+    # Without a lending limit all of a's usage is stored in the cohort, even a single milli.
+    a.add_usage({fr: 1})
+    assert (a.usage[fr], co.usage[fr]) == (1, 1)
+    a.remove_usage({fr: 1})
+    assert (a.usage[fr], co.usage[fr]) == (0, 0)
+
+
+def test_usage_removed_where_none_was_recorded(tmp_path: Path) -> None:
+    snap = snapshot(load(tmp_path, _cohort_of_two([quota(CPU, "2")], [quota(CPU, "6")], [CPU])))
+    a, co, fr = snap.cluster_queues["a"], snap.cohorts["co"], ("default", CPU)
+    assert a.usage == {} and co.usage == {}
+    # Kueue reads the missing entry as 0: the queue goes below zero and, having stored nothing
+    # in its cohort, takes nothing back from it.
+    a.remove_usage({fr: 5})
+    assert a.usage == {fr: -5} and co.usage == {}
+
+
+# ---- a workload's charge -----------------------------------------------------------------------
+def test_admitted_usage_sums_pod_sets_and_keeps_unused_flavors(tmp_path: Path) -> None:
+    doc = workload("w", "a", {CPU: "2"}, admitted=("a", {CPU: "default", MEM: "default"}))
+    # A second podSet on the same flavor, and memory assigned a flavor but no usage.
+    pod_set = dict(doc["spec"]["podSets"][0], name="extra")
+    doc["spec"]["podSets"].append(pod_set)
+    doc["status"]["admission"]["podSetAssignments"].append(
+        {"name": "extra", "count": 1, "flavors": {CPU: "default"},
+         "resourceUsage": {CPU: "3"}})
+    objs = load(tmp_path, [*_cohort_of_two([quota(CPU, "9"), quota(MEM, "1Gi")],
+                                          [quota(CPU, "1"), quota(MEM, "1Gi")], [CPU, MEM]),
+                           doc])
+    info = admitted_info(objs.workloads[0])
+    assert info.usage.get(("default", CPU)) == 5000
+    assert info.usage.get(("default", MEM), 0) == 0
+    assert info.flavor_resources == {("default", CPU), ("default", MEM)}
