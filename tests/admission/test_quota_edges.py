@@ -14,11 +14,12 @@ from kubeberth.admission.quota import (
     DRS,
     WorkloadInfo,
     admitted_info,
+    lowest_subtree_that_fits,
     quantities_fit_in_quota,
     within_nominal,
 )
 
-from .builders import cluster_queue, flavor, group, load, quota, snapshot, workload
+from .builders import cluster_queue, cohort, flavor, group, load, quota, snapshot, workload
 
 CPU = "cpu"
 MEM = "memory"
@@ -184,3 +185,28 @@ def test_admitted_usage_sums_pod_sets_and_keeps_unused_flavors(tmp_path: Path) -
     assert info.usage.get(("default", CPU)) == 5000
     assert info.usage.get(("default", MEM), 0) == 0
     assert info.flavor_resources == {("default", CPU), ("default", MEM)}
+
+
+# ---- the lowest subtree that fits --------------------------------------------------------------
+@pytest.mark.parametrize(("val", "found"), [
+    (4, (0, True)),  # within a's own nominal quota
+    (5, (1, True)),  # 1 past it, plus the 2 a keeps back, in left's 4: 3 of 4
+    (7, (2, True)),  # 5 past left's local quota (none): mid's 6
+    (9, (3, False)),  # 7: only the root's 8
+    (11, (3, False)),  # fits nowhere: the whole tree
+])
+def test_lowest_subtree_in_a_deep_tree(tmp_path: Path, val: int, found: tuple[int, bool]) -> None:
+    """root (d: 2) > mid (c: 2) > left (a: 4 lending 2, b: 2); a keeps 2 to itself."""
+    gpu = [GPU]
+    docs = [flavor("default"), cohort("root"), cohort("mid", parent="root"),
+            cohort("left", parent="mid"),
+            cluster_queue("a", [group(gpu, ("default", [quota(GPU, "4", lending="2")]))],
+                          cohort="left"),
+            cluster_queue("b", [group(gpu, ("default", [quota(GPU, "2")]))], cohort="left"),
+            cluster_queue("c", [group(gpu, ("default", [quota(GPU, "2")]))], cohort="mid"),
+            cluster_queue("d", [group(gpu, ("default", [quota(GPU, "2")]))], cohort="root")]
+    snap = snapshot(load(tmp_path, docs))
+    assert [snap.cohorts[n].subtree_quota[("default", GPU)] for n in ("left", "mid", "root")] \
+        == [4000, 6000, 8000]
+    assert lowest_subtree_that_fits(snap.cluster_queues["a"], ("default", GPU), val * 1000) \
+        == found
