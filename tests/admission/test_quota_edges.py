@@ -190,23 +190,25 @@ def test_admitted_usage_sums_pod_sets_and_keeps_unused_flavors(tmp_path: Path) -
 # ---- the lowest subtree that fits --------------------------------------------------------------
 @pytest.mark.parametrize(("val", "found"), [
     (4, (0, True)),  # within a's own nominal quota
-    (5, (1, True)),  # 1 past it, plus the 2 a keeps back, in left's 4: 3 of 4
-    (7, (2, True)),  # 5 past left's local quota (none): mid's 6
-    (9, (3, False)),  # 7: only the root's 8
+    (5, (1, True)),  # 1 past it and the 2 a keeps back: 3 of left's 4
+    (7, (2, True)),  # 5 past a's, 3 past left's local quota: 3 of mid's 4
+    (9, (3, False)),  # 5 past left's: only the root's 6
     (11, (3, False)),  # fits nowhere: the whole tree
 ])
 def test_lowest_subtree_in_a_deep_tree(tmp_path: Path, val: int, found: tuple[int, bool]) -> None:
-    """root (d: 2) > mid (c: 2) > left (a: 4 lending 2, b: 2); a keeps 2 to itself."""
+    """root (d: 2) > mid (c: 2) > left (lends 2 of what a and b lend it) > a (4, lends 2), b (2).
+    What a node keeps back by a lending limit is taken off before asking its parent."""
     gpu = [GPU]
     docs = [flavor("default"), cohort("root"), cohort("mid", parent="root"),
-            cohort("left", parent="mid"),
+            cohort("left", parent="mid",
+                   groups=[group(gpu, ("default", [quota(GPU, "0", lending="2")]))]),
             cluster_queue("a", [group(gpu, ("default", [quota(GPU, "4", lending="2")]))],
                           cohort="left"),
             cluster_queue("b", [group(gpu, ("default", [quota(GPU, "2")]))], cohort="left"),
             cluster_queue("c", [group(gpu, ("default", [quota(GPU, "2")]))], cohort="mid"),
             cluster_queue("d", [group(gpu, ("default", [quota(GPU, "2")]))], cohort="root")]
     snap = snapshot(load(tmp_path, docs))
-    assert [snap.cohorts[n].subtree_quota[("default", GPU)] for n in ("left", "mid", "root")] \
-        == [4000, 6000, 8000]
-    assert lowest_subtree_that_fits(snap.cluster_queues["a"], ("default", GPU), val * 1000) \
-        == found
+    fr = ("default", GPU)
+    assert [snap.cohorts[n].subtree_quota[fr] for n in ("left", "mid", "root")] == \
+        [4000, 4000, 6000]
+    assert lowest_subtree_that_fits(snap.cluster_queues["a"], fr, val * 1000) == found
