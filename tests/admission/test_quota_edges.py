@@ -125,6 +125,15 @@ def test_within_nominal_reads_missing_quota_and_usage_as_zero(tmp_path: Path) ->
     assert not within_nominal(cq, {("default", CPU), ("old", CPU)})
 
 
+def test_borrowing_reads_missing_quota_as_zero(tmp_path: Path) -> None:
+    cq = _with_old_flavor(tmp_path).cluster_queues["a"]
+    assert cq.borrowing(("old", CPU))  # 1m used of no quota
+    assert not cq.borrowing(("other", CPU))
+    assert cq.borrowing_with(("other", CPU), 1)
+    assert not cq.borrowing_with(("default", CPU), 1000)
+    assert cq.borrowing_with(("default", CPU), 1001)
+
+
 # ---- removing workloads ------------------------------------------------------------------------
 def test_remove_workload_forgets_it_and_its_usage(tmp_path: Path) -> None:
     docs = _cohort_of_two([quota(CPU, "2")], [quota(CPU, "6")], [CPU],
