@@ -86,7 +86,9 @@ def test_share_carries_the_weight_when_not_borrowing(tmp_path: Path) -> None:
     docs = _cohort_of_two([quota(CPU, "2")], [quota(CPU, "6")], [CPU], weight_b="2")
     snap = snapshot(load(tmp_path, docs))
     assert snap.cluster_queues["b"].dominant_resource_share() == DRS(2.0, 0.0, "")
-    # The cohort has no parent: its share is zero with its default weight.
+    # The cohort, named by the queues but never defined, exists implicitly under its name and
+    # with the default weight; having no parent, its share is zero.
+    assert snap.cohorts["co"].name == "co"
     assert snap.cohorts["co"].dominant_resource_share() == DRS(1.0, 0.0, "")
 
 
@@ -123,6 +125,15 @@ def test_within_nominal_reads_missing_quota_and_usage_as_zero(tmp_path: Path) ->
     assert within_nominal(cq, {("other", CPU)})  # no quota, no usage
     assert not within_nominal(cq, {("old", CPU)})  # 1m used of no quota
     assert not within_nominal(cq, {("default", CPU), ("old", CPU)})
+
+
+def test_queue_without_cohort_reads_missing_quota_as_zero(tmp_path: Path) -> None:
+    docs = [flavor("default"),
+            cluster_queue("solo", [group([CPU], ("default", [quota(CPU, "2")]))])]
+    cq = snapshot(load(tmp_path, docs)).cluster_queues["solo"]
+    assert (cq.potential_available(("default", CPU)), cq.available(("default", CPU))) == \
+        (2000, 2000)
+    assert (cq.potential_available(("other", CPU)), cq.available(("other", CPU))) == (0, 0)
 
 
 def test_borrowing_reads_missing_quota_as_zero(tmp_path: Path) -> None:
@@ -194,6 +205,31 @@ def test_admitted_usage_sums_pod_sets_and_keeps_unused_flavors(tmp_path: Path) -
     assert info.usage.get(("default", CPU)) == 5000
     assert info.usage.get(("default", MEM), 0) == 0
     assert info.flavor_resources == {("default", CPU), ("default", MEM)}
+
+
+# ---- recomputing the tree ----------------------------------------------------------------------
+def test_recomputing_the_tree_keeps_the_usage_it_holds(tmp_path: Path) -> None:
+    """Kueue recomputes a cohort tree's quota and usage from the leaves whenever a queue or
+    cohort changes, with workloads admitted: the cohorts' usage must come out as adding the
+    workloads one by one left it. Usage a lending limit keeps local stays out of the parent."""
+    fr = ("default", CPU)
+    docs = [flavor("default"), cohort("root"), cohort("left", parent="root"),
+            cluster_queue("a", [group([CPU], ("default", [quota(CPU, "4", lending="1")]))],
+                          cohort="left"),
+            cluster_queue("b", [group([CPU], ("default", [quota(CPU, "2")]))], cohort="left"),
+            cluster_queue("c", [group([CPU], ("default", [quota(CPU, "2", lending="1")]))],
+                          cohort="root"),
+            # a keeps 3 to itself and uses 5: 2 reach left; b's 1 all does; c's 1 stays in c.
+            _on_a("wa", {CPU: "5"}),
+            workload("wb", "b", {CPU: "1"}, admitted=("b", {CPU: "default"})),
+            workload("wc", "c", {CPU: "1"}, admitted=("c", {CPU: "default"}))]
+    snap = snapshot(load(tmp_path, docs))
+    usage = {n: dict(co.usage) for n, co in snap.cohorts.items()}
+    quotas = {n: dict(co.subtree_quota) for n, co in snap.cohorts.items()}
+    assert usage == {"left": {fr: 3000}, "root": {fr: 3000}}
+    snap.recompute_quotas()
+    assert {n: co.usage for n, co in snap.cohorts.items()} == usage
+    assert {n: co.subtree_quota for n, co in snap.cohorts.items()} == quotas
 
 
 # ---- the lowest subtree that fits --------------------------------------------------------------
