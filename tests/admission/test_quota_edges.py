@@ -19,7 +19,18 @@ from kubeberth.admission.quota import (
     within_nominal,
 )
 
-from .builders import cluster_queue, cohort, flavor, group, load, quota, snapshot, workload
+from .builders import (
+    KUEUE,
+    T0,
+    cluster_queue,
+    cohort,
+    flavor,
+    group,
+    load,
+    quota,
+    snapshot,
+    workload,
+)
 
 CPU = "cpu"
 MEM = "memory"
@@ -205,6 +216,56 @@ def test_admitted_usage_sums_pod_sets_and_keeps_unused_flavors(tmp_path: Path) -
     assert info.usage.get(("default", CPU)) == 5000
     assert info.usage.get(("default", MEM), 0) == 0
     assert info.flavor_resources == {("default", CPU), ("default", MEM)}
+
+
+@pytest.mark.parametrize(("lending", "local", "cohort_quota"), [
+    ("2", 0, 8000),  # lends all it has: keeps nothing back
+    ("1", 1000, 7000),
+    ("0", 2000, 6000),  # lends nothing
+])
+def test_lending_limit_keeps_the_rest_local(tmp_path: Path, lending: str, local: int,
+                                            cohort_quota: int) -> None:
+    docs = _cohort_of_two([quota(CPU, "2", lending=lending)], [quota(CPU, "6")], [CPU])
+    snap = snapshot(load(tmp_path, docs))
+    fr = ("default", CPU)
+    assert snap.cluster_queues["a"].local_quota(fr) == local
+    assert snap.cohorts["co"].subtree_quota[fr] == cohort_quota
+
+
+# ---- inactive ClusterQueues -------------------------------------------------------------------
+def _check(name: str, active: bool) -> dict[str, Any]:
+    return {"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": name},
+            "spec": {"controllerName": "test.example/approval"},
+            "status": {"conditions": [{"type": "Active", "status": str(active), "reason": "R",
+                                       "message": "", "lastTransitionTime": T0}]}}
+
+
+@pytest.mark.parametrize(("spec", "extra", "cause", "message"), [
+    ({"stopPolicy": "Hold"}, [], "Stopped", "Stopped"),
+    ({"admissionChecksStrategy": {"admissionChecks": [{"name": "ghost"}]}}, [],
+     "AdmissionCheckNotFound", "references missing AdmissionCheck(s): ghost"),
+    ({"admissionChecksStrategy": {"admissionChecks": [{"name": "off"}, {"name": "on"}]}},
+     [_check("off", False), _check("on", True)],
+     "AdmissionCheckInactive", "references inactive AdmissionCheck(s): off"),
+])
+def test_inactive_queue_reason(tmp_path: Path, spec: dict[str, Any], extra: list[dict[str, Any]],
+                               cause: str, message: str) -> None:
+    """The reason of the ClusterQueue's Active=False condition (Kueue's
+    ClusterQueueActiveReason* values) and what admission reports for its workloads."""
+    docs = [flavor("default"),
+            cluster_queue("cq", [group([CPU], ("default", [quota(CPU, "1")]))], extra=spec),
+            *extra]
+    cq = snapshot(load(tmp_path, docs)).cluster_queues["cq"]
+    assert (cq.active, cq.inactive_cause, cq.inactive_reason) == \
+        (False, cause, f"ClusterQueue cq is inactive: {message}")
+
+
+def test_queue_on_a_missing_flavor_is_inactive(tmp_path: Path) -> None:
+    docs = [cluster_queue("cq", [group([CPU], ("gone", [quota(CPU, "1")]))])]
+    cq = snapshot(load(tmp_path, docs)).cluster_queues["cq"]
+    assert (cq.active, cq.inactive_cause, cq.inactive_reason) == \
+        (False, "FlavorNotFound",
+         "ClusterQueue cq is inactive: references missing ResourceFlavor(s): gone")
 
 
 # ---- recomputing the tree ----------------------------------------------------------------------
