@@ -242,8 +242,8 @@ def _check(name: str, active: bool) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("spec", "extra", "cause", "message"), [
     ({"stopPolicy": "Hold"}, [], "Stopped", "Stopped"),
-    ({"admissionChecksStrategy": {"admissionChecks": [{"name": "ghost"}]}}, [],
-     "AdmissionCheckNotFound", "references missing AdmissionCheck(s): ghost"),
+    ({"admissionChecksStrategy": {"admissionChecks": [{"name": "ghost-b"}, {"name": "ghost-a"}]}},
+     [], "AdmissionCheckNotFound", "references missing AdmissionCheck(s): ghost-a, ghost-b"),
     ({"admissionChecksStrategy": {"admissionChecks": [{"name": "off"}, {"name": "on"}]}},
      [_check("off", False), _check("on", True)],
      "AdmissionCheckInactive", "references inactive AdmissionCheck(s): off"),
