@@ -18,6 +18,7 @@ from kubeberth.admission.quota import (
     quantities_fit_in_quota,
     within_nominal,
 )
+from kubeberth.api.errors import InputError
 
 from .builders import (
     KUEUE,
@@ -266,6 +267,17 @@ def test_queue_on_a_missing_flavor_is_inactive(tmp_path: Path) -> None:
     assert (cq.active, cq.inactive_cause, cq.inactive_reason) == \
         (False, "FlavorNotFound",
          "ClusterQueue cq is inactive: references missing ResourceFlavor(s): gone")
+
+
+def test_bad_namespace_selector_names_its_field(tmp_path: Path) -> None:
+    selector = {"matchExpressions": [{"key": "team", "operator": "Near", "values": ["a"]}]}
+    docs = [flavor("default"),
+            cluster_queue("cq", [group([CPU], ("default", [quota(CPU, "1")]))],
+                          namespace_selector=selector)]
+    with pytest.raises(InputError) as err:
+        snapshot(load(tmp_path, docs))
+    assert err.value.field == "spec.namespaceSelector.matchExpressions[0]"
+    assert "unknown operator 'Near'" in err.value.message
 
 
 # ---- recomputing the tree ----------------------------------------------------------------------
