@@ -262,11 +262,14 @@ def test_inactive_queue_reason(tmp_path: Path, spec: dict[str, Any], extra: list
 
 
 def test_queue_on_a_missing_flavor_is_inactive(tmp_path: Path) -> None:
-    docs = [cluster_queue("cq", [group([CPU], ("gone", [quota(CPU, "1")]))])]
+    docs = [flavor("default"),
+            cluster_queue("cq", [group([CPU], ("gone-b", [quota(CPU, "1")]),
+                                       ("default", [quota(CPU, "1")]),
+                                       ("gone-a", [quota(CPU, "1")]))])]
     cq = snapshot(load(tmp_path, docs)).cluster_queues["cq"]
     assert (cq.active, cq.inactive_cause, cq.inactive_reason) == \
         (False, "FlavorNotFound",
-         "ClusterQueue cq is inactive: references missing ResourceFlavor(s): gone")
+         "ClusterQueue cq is inactive: references missing ResourceFlavor(s): gone-a, gone-b")
 
 
 def test_bad_namespace_selector_names_its_field(tmp_path: Path) -> None:
