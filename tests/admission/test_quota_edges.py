@@ -1,6 +1,9 @@
-"""The quota tree at its edges, as Kueue's resource_node.go and fair_sharing.go compute them: a
-share of one milli-unit, a resource the cohort lends none of, equal ratios, a flavor-resource a
-queue has no quota or no usage for (Go reads a missing map key as 0), removing workloads."""
+"""The quota tree at its edges, as Kueue's resource_node.go, fair_sharing.go and clusterqueue.go
+compute them: a share of one milli-unit, a resource the cohort lends none of, equal ratios, a
+flavor-resource a queue has no quota or no usage for (Go reads a missing map key as 0), usage
+added and removed by the milli, lending limits at their bounds, a deep cohort tree, the tree
+recomputed while it holds usage, inactive ClusterQueues. (Written against the surviving mutants
+of tools/mutation.py's ``quota`` target; each test states upstream's behaviour.)"""
 
 from __future__ import annotations
 
