@@ -11,6 +11,7 @@ diff, printed and written to ``.cache/mutation/summary.json``.
     .venv/bin/python tools/mutation.py spill fgd       # some targets
     .venv/bin/python tools/mutation.py --list
     .venv/bin/python tools/mutation.py --report        # the verdicts of the last runs again
+    .venv/bin/python tools/mutation.py --jobs 1 quota  # one mutant at a time (a shared machine)
 
 Needs mutmut (in the dev extras). docs/testing.md records the last score and explains each
 survivor that no test kills.
@@ -113,11 +114,13 @@ def _mutmut() -> str:
     return found
 
 
-def run(target: Target) -> dict[str, object]:
-    """Plant and test every mutant of ``target`` in a fresh copy, then collect the verdicts."""
+def run(target: Target, jobs: int | None = None) -> dict[str, object]:
+    """Plant and test every mutant of ``target`` in a fresh copy, then collect the verdicts.
+    ``jobs`` caps the mutants tested at once (mutmut's default: one per core)."""
     work = prepare(target)
     start = time.monotonic()
-    proc = subprocess.run([_mutmut(), "run", *target.only], cwd=work, capture_output=True,
+    cap = [] if jobs is None else ["--max-children", str(jobs)]
+    proc = subprocess.run([_mutmut(), "run", *cap, *target.only], cwd=work, capture_output=True,
                           text=True)
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr)[-3000:]
@@ -159,6 +162,8 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="list the targets and stop")
     parser.add_argument("--report", action="store_true",
                         help="only collect the verdicts of the last run of each target")
+    parser.add_argument("--jobs", type=int, metavar="N",
+                        help="test at most N mutants at once (default: one per core)")
     opts = parser.parse_args()
     if opts.list:
         for t in TARGETS.values():
@@ -172,7 +177,7 @@ def main() -> int:
     for name in opts.targets or list(TARGETS):
         if opts.report and not (WORK / name / "mutants").exists():
             continue
-        result = collect(TARGETS[name]) if opts.report else run(TARGETS[name])
+        result = collect(TARGETS[name]) if opts.report else run(TARGETS[name], opts.jobs)
         summary[name] = result
         took = f" in {result['seconds']}s" if result["seconds"] is not None else ""
         left = f", {result['unchecked']} not run" if result["unchecked"] else ""

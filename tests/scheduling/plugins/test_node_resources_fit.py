@@ -14,6 +14,7 @@ from kubeberth.api.errors import InputError
 from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.status import Code
 from kubeberth.scheduling.plugins import node_resources_fit
+from kubeberth.scheduling.plugins.helper import ResourceSpec
 from kubeberth.scheduling.plugins.node_resources_fit import (
     NAME,
     PRE_FILTER_KEY,
@@ -339,6 +340,7 @@ def test_score_without_pre_score_state() -> None:
     pod = make_pod("p", {"cpu": "2", "memory": "2Gi"})
     raw = fit().score(CycleState(), pod, snap, snap.node_ids())
     assert raw.tolist() == [50]
+    assert raw.dtype == np.int64  # the framework weighs and sums integer scores
 
 
 def test_fit_has_no_normalize_score() -> None:
@@ -350,6 +352,36 @@ def test_scores_use_whole_units_for_huge_memory() -> None:
     snap = cluster(make_node("a", {"cpu": "4", "memory": "128Ti"}))
     scores = run_score(fit(), make_pod("p", {"cpu": "2", "memory": "32Ti"}), snap)
     assert scores == {"a": 62}
+
+
+def test_score_requests_stay_exact_near_the_int64_limit() -> None:
+    # 2**53 + 1 bytes is 9,007,199,254,740,993,000 milli-bytes, still an int64; a float division
+    # back to bytes would round it to 2**53 and score the full node 99.
+    plugin = fit({"scoringStrategy": {"type": "MostAllocated",
+                                      "resources": [{"name": "memory", "weight": 1}]}})
+    snap = cluster(make_node("a", {"cpu": "1", "memory": "9007199254740993"}))
+    pod = make_pod("p", {"memory": "9007199254740993"})
+    assert node_resources_fit.pod_score_requests(pod, [ResourceSpec("memory")], False) == \
+        (9007199254740993,)
+    assert run_score(plugin, pod, snap) == {"a": 100}
+
+
+def test_score_plan_leaves_out_resources_without_a_column() -> None:
+    """Neither a name no state has seen nor one the resource index knows but the matrices have
+    no column for yet is scored; the resources after them still are."""
+    snap = cluster(make_node("a", {"cpu": "4", "memory": "4Gi"}))
+    late = snap.resources.add("example.com/late")
+    assert late == snap.allocatable.shape[1]
+    resources = [ResourceSpec("example.com/none"), ResourceSpec("cpu", 2),
+                 ResourceSpec("example.com/late"), ResourceSpec("memory", 3)]
+    cpu, memory = snap.resources.get("cpu"), snap.resources.get("memory")
+    plan = node_resources_fit.score_plan(snap, resources, [1, 2000, 1, 1024],
+                                         use_requested=False)
+    # Rows: state column, request, weight, whether nodes' usage is their non-zero requests.
+    assert plan.T.tolist() == [[cpu, 2000, 2, 1], [memory, 1024, 3, 1]]
+    plan = node_resources_fit.score_plan(snap, resources, [1, 2000, 1, 1024],
+                                         use_requested=True)
+    assert plan.T.tolist() == [[cpu, 2000, 2, 0], [memory, 1024, 3, 0]]
 
 
 def _score_reference(alloc: list[int], used: list[int], pod: list[int], weights: list[int],
@@ -453,12 +485,55 @@ def test_strategy_resources_default_and_zero_weight() -> None:
     ({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {
         "shape": [{"utilization": "50", "score": 1}]}}},
      "scoringStrategy.requestedToCapacityRatio.shape[0].utilization", "not an integer"),
+    # Malformed values name the field they are in, at every depth of scoringStrategy.
+    ({"scoringStrategy": {"type": 3}}, "scoringStrategy.type", "not a string"),
+    ({"scoringStrategy": {"type": "LeastAllocated", "resources": "cpu"}},
+     "scoringStrategy.resources", "not a list"),
+    ({"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": 1}]}},
+     "scoringStrategy.resources[0].name", "not a string"),
+    ({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": 5}},
+     "scoringStrategy.requestedToCapacityRatio", "not a mapping"),
+    ({"scoringStrategy": {"type": "RequestedToCapacityRatio",
+                          "requestedToCapacityRatio": {"shapes": []}}},
+     "scoringStrategy.requestedToCapacityRatio.shapes", "unknown field"),
+    ({"scoringStrategy": {"type": "RequestedToCapacityRatio",
+                          "requestedToCapacityRatio": {"shape": {}}}},
+     "scoringStrategy.requestedToCapacityRatio.shape", "not a list"),
+    ({"scoringStrategy": {"type": "RequestedToCapacityRatio",
+                          "requestedToCapacityRatio": {"shape": [5]}}},
+     "scoringStrategy.requestedToCapacityRatio.shape[0]", "not a mapping"),
+    ({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {
+        "shape": [{"utilization": 0, "score": 1, "weight": 1}]}}},
+     "scoringStrategy.requestedToCapacityRatio.shape[0].weight", "unknown field"),
+    ({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {
+        "shape": [{"utilization": 0, "score": "1"}]}}},
+     "scoringStrategy.requestedToCapacityRatio.shape[0].score", "not an integer"),
 ])
 def test_invalid_args(raw: dict[str, Any], field: str, text: str) -> None:
     with pytest.raises(InputError) as err:
         NodeResourcesFitArgs.parse(raw)
     assert err.value.field == field
     assert text in err.value.message
+
+
+_SHAPE = "field scoringStrategy.requestedToCapacityRatio.shape"
+
+
+# The whole text a user reads: upstream validateFunctionShape's field error, then our hint.
+@pytest.mark.parametrize(("shape", "text"), [
+    ([], f"{_SHAPE}: Required value: at least one point must be specified. Expected a list of "
+         "{utilization, score} points."),
+    ([(10, 1), (10, 2)], f"{_SHAPE}[1].utilization: Invalid value: 10: values must be sorted in "
+                         "increasing order. Expected strictly increasing utilizations."),
+    ([(101, 1)], f"{_SHAPE}[0].utilization: Invalid value: 101: not in valid range [0, 100]. "
+                 "Expected an integer from 0 to 100."),
+    ([(0, 11)], f"{_SHAPE}[0].score: Invalid value: 11: not in valid range [0, 10]. Expected an "
+                "integer from 0 to 10."),
+])
+def test_shape_errors_read_as_upstream(shape: list[tuple[int, int]], text: str) -> None:
+    with pytest.raises(InputError) as err:
+        rtcr(shape)
+    assert str(err.value) == text
 
 
 def test_registered_events() -> None:
