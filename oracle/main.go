@@ -30,7 +30,7 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 var gateDefaults = map[string]bool{"SchedulerAsyncPreemption": false, "OpportunisticBatching": false}
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: oracle explain -f manifests.yaml [-f ...] [--config sched.yaml] [--hints choices.json] [--feature-gates A=true,B=false] [-o json]\n       oracle deschedule -f manifests.yaml [-f ...] --policy policy.yaml [--now RFC3339] [-o json]\n       oracle cluster --data-dir DIR [--port P] [--token-file F] [--apiserver-arg=--flag=value ...]\n       oracle kube-scheduler [kube-scheduler flags]\n       oracle kube-controller-manager [kube-controller-manager flags]\n       oracle version")
+	fmt.Fprintln(os.Stderr, "usage: oracle explain -f manifests.yaml [-f ...] [--config sched.yaml] [--hints choices.json] [--feature-gates A=true,B=false] [-o json]\n       oracle deschedule -f manifests.yaml [-f ...] --policy policy.yaml [--now RFC3339] [-o json]\n       oracle cluster --data-dir DIR [--port P] [--token-file F] [--apiserver-arg=--flag=value ...]\n       oracle kube-scheduler [kube-scheduler flags]\n       oracle kube-controller-manager [kube-controller-manager flags]\n       oracle kwok --kubeconfig F [kwok flags]\n       oracle version")
 	os.Exit(2)
 }
 
@@ -42,7 +42,7 @@ func versions() map[string]any {
 	}
 	out["go"] = info.GoVersion
 	for _, d := range info.Deps {
-		if d.Path == "k8s.io/kubernetes" || d.Path == "sigs.k8s.io/kueue" || d.Path == "sigs.k8s.io/descheduler" {
+		if d.Path == "k8s.io/kubernetes" || d.Path == "sigs.k8s.io/kueue" || d.Path == "sigs.k8s.io/descheduler" || d.Path == "sigs.k8s.io/kwok" {
 			v := d.Version
 			if d.Replace != nil {
 				v = d.Replace.Version
@@ -71,6 +71,8 @@ func main() {
 		os.Exit(runKubeScheduler(os.Args[2:]))
 	case "kube-controller-manager":
 		os.Exit(runKubeControllerManager(os.Args[2:]))
+	case "kwok":
+		os.Exit(runKwok(os.Args[2:]))
 	default:
 		usage()
 	}

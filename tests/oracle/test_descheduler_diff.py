@@ -22,10 +22,7 @@ from typing import Any
 import pytest
 from tests.conformance.casefiles import load_cases
 from tests.conformance.deschedcases import NOW_TEXT, write_case
-from tests.oracle.harness import oracle_binary
-from typer.testing import CliRunner
-
-from kubeberth.cli.main import app
+from tests.oracle.harness import kubeberth_json, oracle_binary
 
 CASES = load_cases("descheduler")
 RUNS = 12
@@ -41,9 +38,7 @@ def _counts(evictions: list[dict[str, Any]]) -> Counter[tuple[str, str]]:
 def test_case_agrees_with_upstream(case: dict[str, Any], tmp_path: Path) -> None:
     manifests, policy = write_case(case, tmp_path)
     args = ["-f", str(manifests), "--policy", str(policy), "-o", "json", "--now", NOW_TEXT]
-    result = CliRunner().invoke(app, ["deschedule", *args])
-    assert result.exit_code == 0, result.output
-    kb = json.loads(result.stdout)["evictions"]
+    kb = kubeberth_json(["deschedule", *args])["evictions"]
     outcomes: list[list[dict[str, Any]]] = []
     for _ in range(RUNS):
         proc = subprocess.run([str(oracle_binary()), "deschedule", *args], capture_output=True,

@@ -107,11 +107,14 @@ def kubectl(kubeconfig: Path, home: Path, *args: str, input: str | None = None,
 
 class RealCluster:
     """`oracle cluster` (etcd + kube-apiserver in one process) and `oracle
-    kube-controller-manager` as subprocesses of the test run, on loopback."""
+    kube-controller-manager` as subprocesses of the test run, on loopback; with ``kwok``, also
+    `oracle kwok` as every node's kubelet (bench/peer.py; the fixture uses
+    :class:`KubeletStandIn`)."""
 
-    def __init__(self, oracle: Path, workdir: Path) -> None:
+    def __init__(self, oracle: Path, workdir: Path, *, kwok: bool = False) -> None:
         self.oracle = oracle
         self.workdir = workdir
+        self.kwok = kwok
         self.procs: list[subprocess.Popen[bytes]] = []
         self.info: Json = {}
 
@@ -154,6 +157,13 @@ class RealCluster:
              "--leader-elect=false", "--secure-port=0", f"--controllers={CONTROLLERS}",
              f"--service-account-private-key-file={pki / 'service-account.key'}",
              f"--root-ca-file={self.ca}"], stdout=kcm_log, stderr=kcm_log))
+        if self.kwok:
+            # KWOK's controller as kwokctl runs it: every node is its fake node, with a lease.
+            kwok_log = (self.workdir / "kwok.log").open("wb")
+            self.procs.append(subprocess.Popen(
+                [str(self.oracle), "kwok", f"--kubeconfig={self.kubeconfig}",
+                 "--manage-all-nodes=true", "--node-lease-duration-seconds=40"],
+                stdout=kwok_log, stderr=kwok_log))
         self.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(crds()))
         self.kubectl("wait", "--for=condition=Established", "--timeout=120s", "crd", "--all")
         # kube-controller-manager's ServiceAccount controller is up once it made this one.
@@ -207,8 +217,9 @@ class RealCluster:
                 codes.append(None)
         self.procs.clear()
         # kube-controller-manager ends by the signal itself, as upstream's does (it traps it
-        # only with its ControllerManagerReleaseLeaderElectionLockOnExit gate).
-        assert codes == [-signal.SIGTERM, 0], \
+        # only with its ControllerManagerReleaseLeaderElectionLockOnExit gate); KWOK cancels
+        # its context and returns.
+        assert codes == [0] * self.kwok + [-signal.SIGTERM, 0], \
             f"exit codes after SIGTERM: {codes}; see {self.workdir}"
 
 
