@@ -37,6 +37,8 @@ from kubeberth.scheduling.config.loader import load_scheduler_config
 from kubeberth.scheduling.registry import in_tree_registry
 
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+# The group/version both servers serve beyond their defaults (docs/gangs.md).
+NATIVE_API = "scheduling.k8s.io/v1beta1"
 Json = dict[str, Any]
 
 # What kube-controller-manager runs here: the controllers of a cluster's workloads and API
@@ -145,7 +147,11 @@ class RealCluster:
                                           "rules": [{"level": "Metadata"}]}))
         proc = subprocess.Popen([str(self.oracle), "cluster", "--data-dir", str(self.workdir),
                                  f"--apiserver-arg=--audit-policy-file={policy}",
-                                 f"--apiserver-arg=--audit-log-path={self.audit_log}"],
+                                 f"--apiserver-arg=--audit-log-path={self.audit_log}",
+                                 # Kubernetes 1.37's native Workload and PodGroup (beta, off
+                                 # by default), as the embedded server's --runtime-config.
+                                 "--apiserver-arg=--feature-gates=GenericWorkload=true",
+                                 f"--apiserver-arg=--runtime-config={NATIVE_API}=true"],
                                 stdout=subprocess.PIPE, stderr=log)
         self.procs.append(proc)
         self.info = json.loads(self._first_line(proc, deadline))
@@ -364,7 +370,8 @@ def reset(real: RealCluster) -> None:
     """Everything a test made, gone, so the next test on the same real cluster starts empty
     (namespaces stay: deleting one waits for the namespace controller's finalizer)."""
     kinds = ["deployments", "replicasets", "jobs", "poddisruptionbudgets",
-             "workloads.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io"]
+             "workloads.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io",
+             "podgroups.scheduling.k8s.io", "workloads.scheduling.k8s.io"]
     for kind in kinds:
         real.kubectl("delete", kind, "--all", "-A", "--wait=false", "--ignore-not-found")
     real.kubectl("delete", "leases", "--all", "-n", "kubeberth", "--ignore-not-found")
@@ -413,8 +420,9 @@ class Running:
             assert not errors, errors
 
 
-def scheduler(api: Api, running: Running, seed: int = 0) -> LiveScheduler:
-    ctl = LiveScheduler(load_scheduler_config(None), in_tree_registry(), api.client(),
+def scheduler(api: Api, running: Running, seed: int = 0,
+              config: Path | None = None) -> LiveScheduler:
+    ctl = LiveScheduler(load_scheduler_config(config), in_tree_registry(), api.client(),
                         seed=seed)
     return running.start(ctl)  # type: ignore[no-any-return]
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 from tests.oracle.harness import oracle_binary
-from tests.realcluster.cluster import Api, RealCluster, Running, reset
+from tests.realcluster.cluster import NATIVE_API, Api, RealCluster, Running, reset
 
 from kubeberth.apiserver import EmbeddedServer, ManualClock
+from kubeberth.apiserver.resources import runtime_config
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +28,8 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealClust
 @pytest.fixture(params=["embedded", pytest.param("real", marks=pytest.mark.slow)])
 def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
     if request.param == "embedded":
-        server = EmbeddedServer(clock=ManualClock(), bookmark_interval=0.2)
+        server = EmbeddedServer(clock=ManualClock(), bookmark_interval=0.2,
+                                apis=runtime_config(f"{NATIVE_API}=true"))
         server.start()
         env = Api("embedded", tmp_path, embedded=server)
         try:

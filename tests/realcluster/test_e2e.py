@@ -137,3 +137,49 @@ def test_kueue_admission_ungates_the_pod(api: Api, running: Running) -> None:
         "main": {"cpu": "a100", "nvidia.com/gpu": "a100"}}
     assert {c["type"] for c in wl["status"]["conditions"] if c["status"] == "True"} >= {
         "QuotaReserved", "Admitted"}
+
+
+RACKS = "".join(node(f"{r}{i}", 8, 64, labels=f"{{topology.kubernetes.io/rack: rack-{r}}}")
+                for r in ("a", "b") for i in (1, 2))
+NATIVE_GANG = """\
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: train, namespace: default}
+spec:
+  schedulingPolicy: {gang: {minCount: 3}}
+  schedulingConstraints: {topology: [{key: topology.kubernetes.io/rack}]}
+---
+""" + "".join(f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: train-{i}, namespace: default}}
+spec:
+  schedulingGroup: {{podGroupName: train}}
+  containers:
+  - name: c
+    image: registry.k8s.io/pause:3.10
+    resources:
+      requests: {{cpu: "8", memory: 32Gi, nvidia.com/gpu: "4"}}
+      limits: {{nvidia.com/gpu: "4"}}
+---
+""" for i in range(3))
+GANG_CONFIG = Path(__file__).resolve().parents[2] / "examples" / "native-gangs" / \
+    "scheduler-config.yaml"
+
+
+def test_native_gang_binds_in_one_rack_with_its_condition(api: Api, running: Running) -> None:
+    """Kubernetes 1.37's PodGroup (both servers serve scheduling.k8s.io/v1beta1): the live
+    scheduler binds the three members in one rack, all together, and writes the
+    PodGroupInitiallyScheduled condition kubectl's Status column reads."""
+    api.apply(RACKS)
+    api.apply(NATIVE_GANG)
+    scheduler(api, running, config=GANG_CONFIG)
+    wait_for(lambda: len(bound(api)) == 3, "the gang's three pods")
+    racks = {n[0] for n in bound(api).values()}
+    assert len(racks) == 1
+    wait_for(lambda: "Scheduled" in api.kubectl("get", "podgroups.scheduling.k8s.io", "train"),
+             "the group's Status column")
+    (group,) = api.objects("podgroups.scheduling.k8s.io").values()
+    (cond,) = group["status"]["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"]) == (
+        "PodGroupInitiallyScheduled", "True", "Scheduled")
