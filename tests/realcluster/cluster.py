@@ -149,8 +149,10 @@ class RealCluster:
                                  f"--apiserver-arg=--audit-policy-file={policy}",
                                  f"--apiserver-arg=--audit-log-path={self.audit_log}",
                                  # Kubernetes 1.37's native Workload and PodGroup (beta, off
-                                 # by default), as the embedded server's --runtime-config.
-                                 "--apiserver-arg=--feature-gates=GenericWorkload=true",
+                                 # by default), as the embedded server's --runtime-config,
+                                 # and the alpha topology constraints it always keeps.
+                                 "--apiserver-arg=--feature-gates=GenericWorkload=true,"
+                                 "TopologyAwareWorkloadScheduling=true",
                                  f"--apiserver-arg=--runtime-config={NATIVE_API}=true"],
                                 stdout=subprocess.PIPE, stderr=log)
         self.procs.append(proc)
