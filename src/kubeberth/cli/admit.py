@@ -26,7 +26,7 @@ from kubeberth.admission.driver import MAX_CYCLES, Cycle, settle
 from kubeberth.admission.model import AdmissionCheckState, KueueObjects, Workload, load_kueue
 from kubeberth.admission.preemption import Target
 from kubeberth.api.times import parse_time
-from kubeberth.cli.common import OutputFormat, print_data, user_errors
+from kubeberth.cli.common import OutputFormat, print_data, read_not_modelled, user_errors
 from kubeberth.config.manifests import load_manifests
 
 
@@ -180,11 +180,14 @@ def admit_command(
     """Run Kueue admission cycles and print each workload's state, flavors and preemptions."""
     with user_errors():
         registry = in_tree().with_out_of_tree(plugin)
-        objs = load_kueue(load_manifests(filename))
+        manifests = load_manifests(filename)
+        objs = load_kueue(manifests)
         run = admit(objs, parse_now(now, objs), cycles, registry)
     for note in unmodelled_notes(run.state.checks):
         sys.stderr.write(note + "\n")
     data = contract(run)
+    if not_modelled := read_not_modelled(manifests):
+        data["readNotModelled"] = not_modelled
     if output != OutputFormat.table:
         print_data(data, output)
         return

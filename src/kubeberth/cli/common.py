@@ -26,6 +26,7 @@ from kubeberth.admission.checks import CheckRegistry
 from kubeberth.admission.checks import in_tree as in_tree_checks
 from kubeberth.api.durations import parse_duration
 from kubeberth.api.errors import InputError
+from kubeberth.config.manifests import Manifests, not_modelled_note
 from kubeberth.config.plugins import load_out_of_tree
 from kubeberth.descheduling.registry import DeschedulerRegistry
 from kubeberth.descheduling.registry import in_tree_registry as in_tree_descheduler
@@ -132,3 +133,13 @@ def registries(plugins: list[str] | None) -> Registries:
     assert isinstance(sched, Registry) and isinstance(desched, DeschedulerRegistry)
     assert isinstance(checks, CheckRegistry)
     return Registries(sched, desched, checks)
+
+
+def read_not_modelled(manifests: Manifests) -> list[dict[str, object]]:
+    """Name once on stderr what the inputs held that no decision uses; the entries are the JSON
+    outputs' ``readNotModelled`` field (left out when empty)."""
+    entries = manifests.not_modelled()
+    note = not_modelled_note(entries)
+    if note is not None:
+        err_console.print(note, highlight=False, soft_wrap=True)
+    return entries

@@ -26,6 +26,7 @@ from kubeberth.cli.common import (
     out_dir_option,
     output_and_folder,
     print_data,
+    read_not_modelled,
     registries,
     scheduling_registry,
     seconds,
@@ -117,7 +118,7 @@ def simulate(
         interval = parse_duration(descheduling_interval, "--descheduling-interval")
     with user_errors(cfg):
         regs = registries(plugin)
-        wl = load_workload(cluster, workload)
+        wl = load_workload(cluster, workload, seed=seed)
         spill_setup = spill_config(spill_cfg, spill, spill_threshold,
                                    seconds(spill_window, "--spill-window"),
                                    seconds(spill_stabilization, "--spill-stabilization"),
@@ -161,6 +162,8 @@ def simulate(
         "config": str(config) if config else "default",
         "kubeberth": __version__,
     }
+    if not_modelled := read_not_modelled(wl.extras):
+        meta["readNotModelled"] = not_modelled
     if desched is not None:
         log = desched.log
         meta["descheduler"] = {
@@ -203,10 +206,12 @@ def explain(
     with user_errors():
         cfg = load_scheduler_config(config)
         vconf = load_volcano_conf(volcano_config)
-        manifests = load_manifests(filename)
+        manifests = load_manifests(filename, seed=seed)
     with user_errors(cfg):
         registry = scheduling_registry(plugin)
         data = run_explain(manifests, cfg, registry, seed=seed, volcano_conf=vconf)
+    if not_modelled := read_not_modelled(manifests):
+        data["readNotModelled"] = not_modelled
     if output != OutputFormat.table:
         print_data(data, output)
     else:
