@@ -101,6 +101,7 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
 # The native Workload/PodGroup versions (PriorityClass's scheduling.k8s.io/v1 is not one).
 _WORKLOAD_API = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2",
                  "scheduling.k8s.io/v1alpha1")
+_KNOWN_GROUPS = {v.rpartition("/")[0] for versions in KNOWN_KINDS.values() for v in versions}
 # Known kinds whose objects no layer reads from a bundle: named in the not-modelled note.
 _NOT_EXPANDED = {"StatefulSet": "its pods are not created from its template; give the pods"}
 # Upstream's generated-name suffix (names.SimpleNameGenerator, utilrand.String).
@@ -326,10 +327,14 @@ def _check_kind(doc: Document) -> str:
         raise doc.error(f"{kind} has {shown}", field="apiVersion",
                         expected="apiVersion: " + " or ".join(versions) if versions
                         else "an apiVersion such as v1 or example.com/v1")
-    if api not in versions and _group(api) in {_group(v) for v in versions}:
-        raise doc.error(f"kubeberth does not read version {api.rpartition('/')[2]!r} of "
-                        f"{kind}", field="apiVersion",
-                        expected=f"a version kubeberth reads: apiVersion: {' or '.join(versions)}")
+    if versions and api not in versions and _group(api) in _KNOWN_GROUPS:
+        # Another group's kind of the same name (a CRD's Queue) is not ours: kept, noted.
+        expected = "apiVersion: " + " or ".join(versions)
+        if _group(api) in {_group(v) for v in versions}:
+            raise doc.error(f"kubeberth does not read version {api.rpartition('/')[2]!r} of "
+                            f"{kind} ({api})", field="apiVersion",
+                            expected=f"a version kubeberth reads, {expected}")
+        raise doc.error(f"{kind} has apiVersion {api!r}", field="apiVersion", expected=expected)
     with doc.located():
         check_shape(doc.data)
     return kind
