@@ -176,11 +176,13 @@ def admit_command(
     plugin: Annotated[list[str] | None, typer.Option(
         "--plugin", help="Load an out-of-tree admission check plugin, module:attr "
                          "(repeatable).")] = None,
+    seed: Annotated[int, typer.Option(
+        "--seed", help="Seed of the names given to objects with generateName.")] = 0,
 ) -> None:
     """Run Kueue admission cycles and print each workload's state, flavors and preemptions."""
     with user_errors():
         registry = in_tree().with_out_of_tree(plugin)
-        manifests = load_manifests(filename)
+        manifests = load_manifests(filename, seed=seed)
         objs = load_kueue(manifests)
         run = admit(objs, parse_now(now, objs), cycles, registry)
     for note in unmodelled_notes(run.state.checks):

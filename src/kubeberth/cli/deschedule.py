@@ -53,12 +53,14 @@ def deschedule(
                       "'now' for the wall clock (default: the latest timestamp in the "
                       "manifests).")] = None,
     plugin: DeschedulerPluginOption = None,
+    seed: Annotated[int, typer.Option(
+        "--seed", help="Seed of the names given to objects with generateName.")] = 0,
 ) -> None:
     """Print one descheduling pass's evictions (pod, node, plugin, reason) without applying them."""
     with user_errors():
         pol = load_descheduler_policy(policy)
         descheduler = build_descheduler(pol, descheduler_registry(plugin))
-        manifests = load_manifests(filename)
+        manifests = load_manifests(filename, seed=seed)
         if now is None:
             clock = default_now(manifests)
         elif now == "now":
