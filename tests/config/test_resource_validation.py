@@ -81,7 +81,7 @@ def test_init_containers_and_workload_templates_are_validated(tmp_path: Path) ->
 @pytest.mark.parametrize("resources", [
     {"requests": {"nvidia.com/gpu": "2"}, "limits": {"nvidia.com/gpu": "2"}},
     {"limits": {"nvidia.com/gpu": 2}},
-    # Read as if limits equalled requests (docs/manifests.md: upstream wants the limit).
+    # Read as if limits equalled requests (docs/inputs.md: upstream wants the limit).
     {"requests": {"nvidia.com/gpu": "1"}},
     {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
     {"requests": {"example.com/foo": "1k"}, "limits": {"example.com/foo": "1000"}},

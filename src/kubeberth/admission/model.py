@@ -1117,7 +1117,7 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
         objs.priority_classes[_name(doc)] = value
     seen_configs: Document | None = None
     cohort_docs: dict[str, Document] = {}
-    for doc in manifests.other:
+    for doc in manifests.modelled():
         kind = doc.kind
         with doc.located():
             if kind == "ResourceFlavor":
@@ -1149,7 +1149,7 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
                 seen_configs = doc
                 objs.config = _configuration(doc)
     origins: dict[str, Document | None] = {}
-    for doc in manifests.other:
+    for doc in manifests.modelled():
         with doc.located():
             wl: Workload | None = None
             if doc.kind == "Workload":

@@ -222,7 +222,7 @@ def check_resources(resources: ResourceRequirements, field: str) -> None:
     One deviation: a non-overcommittable resource given in requests only is read as if its limit
     were the same, where the API server answers "Limit must be set for non overcommitable
     resources" (upstream's own scheduler tests and kubeberth's examples write GPUs so; the
-    placement is the same). docs/manifests.md lists it."""
+    placement is the same). docs/inputs.md lists it."""
     limits: dict[str, tuple[Fraction, str]] = {}
     for part, values in (("limits", resources.limits), ("requests", resources.requests)):
         for name, raw in values.items():

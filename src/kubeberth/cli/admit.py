@@ -26,7 +26,13 @@ from kubeberth.admission.driver import MAX_CYCLES, Cycle, settle
 from kubeberth.admission.model import AdmissionCheckState, KueueObjects, Workload, load_kueue
 from kubeberth.admission.preemption import Target
 from kubeberth.api.times import parse_time
-from kubeberth.cli.common import OutputFormat, print_data, read_not_modelled, user_errors
+from kubeberth.cli.common import (
+    OutputFormat,
+    print_data,
+    read_not_modelled,
+    refuse_policies,
+    user_errors,
+)
 from kubeberth.config.manifests import load_manifests
 
 
@@ -183,6 +189,7 @@ def admit_command(
     with user_errors():
         registry = in_tree().with_out_of_tree(plugin)
         manifests = load_manifests(filename, seed=seed)
+        refuse_policies(manifests, "admit", reads=("Configuration",))
         objs = load_kueue(manifests)
         run = admit(objs, parse_now(now, objs), cycles, registry)
     for note in unmodelled_notes(run.state.checks):

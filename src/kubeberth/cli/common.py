@@ -143,3 +143,20 @@ def read_not_modelled(manifests: Manifests) -> list[dict[str, object]]:
     if note is not None:
         err_console.print(note, highlight=False, soft_wrap=True)
     return entries
+
+
+# Policy kinds a command's -f bundle must not hold, and where each is read instead.
+_POLICIES = {
+    "DeschedulerPolicy": "kubeberth deschedule --policy or kubeberth simulate "
+                         "--deschedule-policy",
+    "KubeSchedulerConfiguration": "the --config option of explain, simulate or scheduler",
+    "Configuration": "the -f of admit or simulate, or kubeberth admission --config",
+}
+
+
+def refuse_policies(manifests: Manifests, command: str, reads: tuple[str, ...] = ()) -> None:
+    """A policy in a bundle that this command does not read would be ignored; it is an error
+    naming where that policy is read."""
+    for doc in manifests.of_kind(*(k for k in _POLICIES if k not in reads)):
+        raise doc.error(f"kubeberth {command} does not read a {doc.kind} from its manifests",
+                        field="kind", expected=f"the {doc.kind} given to {_POLICIES[doc.kind]}")

@@ -26,6 +26,7 @@ from kubeberth.cli.common import (
     err_console,
     print_data,
     read_not_modelled,
+    refuse_policies,
     user_errors,
 )
 from kubeberth.config.manifests import load_manifests
@@ -61,6 +62,7 @@ def deschedule(
         pol = load_descheduler_policy(policy)
         descheduler = build_descheduler(pol, descheduler_registry(plugin))
         manifests = load_manifests(filename, seed=seed)
+        refuse_policies(manifests, "deschedule")
         if now is None:
             clock = default_now(manifests)
         elif now == "now":

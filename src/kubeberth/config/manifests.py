@@ -151,6 +151,11 @@ class Manifests:
             out.append(entry)
         return out
 
+    def modelled(self) -> list[Document]:
+        """The raw documents of the kinds and versions kubeberth reads, in input order (the
+        others are only kept and named, :meth:`not_modelled`)."""
+        return [doc for doc in self.other if _is_known(doc)]
+
     def volcano_jobs(self) -> list[Document]:
         """The raw ``batch.volcano.sh/v1alpha1`` Jobs, in input order."""
         return [doc for doc in self.other if _is_vcjob(doc)]
