@@ -228,3 +228,20 @@ def test_serve_lists_the_kinds_it_does_not_serve(files: Path) -> None:
                                  if rt.kind == "Pod"
                                  for o in srv.cluster.store.table(rt).values()])
         assert len(pods) == 1 and pods[0].startswith("worker-")
+
+
+def test_simulate_names_what_it_does_not_model(files: Path, tmp_path: Path) -> None:
+    cluster = tmp_path / "nodes.yaml"
+    cluster.write_text(NODE_AND_POD.split("---")[0])
+    workload = tmp_path / "pods.yaml"
+    workload.write_text(NODE_AND_POD.split("---")[1])
+    out = tmp_path / "out"
+    code, stdout, err = run("simulate", "--cluster", str(cluster), "-w", str(workload), "-w",
+                            str(files / "web.yaml"), "-o", "json", "--out-dir", str(out), "-q")
+    assert code == 0, err
+    listed = json.loads(stdout)["run"]["readNotModelled"]
+    assert [e["kind"] for e in listed] == ["Service", "StatefulSet"]
+    assert json.loads((out / "summary.json").read_text())["run"]["readNotModelled"] == listed
+    assert "read but not modelled</td><td>Service v1, StatefulSet apps/v1 (its pods" in \
+        (out / "report.html").read_text()
+    assert sum("read but not modelled" in line for line in err.splitlines()) == 1

@@ -181,16 +181,19 @@ def _group(api: object) -> str:
     return str(api).rpartition("/")[0]
 
 
-def not_modelled_note(entries: list[dict[str, object]]) -> str | None:
-    """The one stderr line naming what was read but not modelled (None: nothing was)."""
-    if not entries:
-        return None
+def describe_not_modelled(entries: list[dict[str, object]]) -> str:
+    """``Service v1 x2, StatefulSet apps/v1 (its pods ...)``: the entries in one line."""
     parts = []
     for e in entries:
         count = f" x{e['objects']}" if e["objects"] != 1 else ""
         note = f" ({e['note']})" if "note" in e else ""
         parts.append(f"{e['kind']} {e['apiVersion']}{count}{note}")
-    return "note: read but not modelled: " + ", ".join(parts)
+    return ", ".join(parts)
+
+
+def not_modelled_note(entries: list[dict[str, object]]) -> str | None:
+    """The one stderr line naming what was read but not modelled (None: nothing was)."""
+    return f"note: read but not modelled: {describe_not_modelled(entries)}" if entries else None
 
 
 def manifest_files(paths: str | Path | Iterable[str | Path]) -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kubeberth.config.manifests import describe_not_modelled
 from kubeberth.report.figures import colour, figure, log_y, steps, svg_figure, time_panel, time_unit
 from kubeberth.report.html import Block, Details, Paragraph, Report, Section, Table
 from kubeberth.report.output import EVICTION_COLUMNS, EVICTIONS_FILE, REPORT_FILE, summary_rows
@@ -51,7 +52,10 @@ def per_interval(cumulative: np.ndarray) -> np.ndarray:
 
 def run_metadata(run: Run) -> Section:
     s = run.summary
-    rows: list[tuple[str, str]] = [(str(k), str(v)) for k, v in s["run"].items()]
+    rows: list[tuple[str, str]] = [(str(k), str(v)) for k, v in s["run"].items()
+                                   if k != "readNotModelled"]
+    if s["run"].get("readNotModelled"):
+        rows.append(("read but not modelled", describe_not_modelled(s["run"]["readNotModelled"])))
     rows.append(("simulated time (s)", f"{s['simulatedSeconds']:.0f}"))
     if "decisions" in s:
         rows.append(("scheduling cycles", str(s["decisions"])))
