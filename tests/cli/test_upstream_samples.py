@@ -245,3 +245,76 @@ def test_simulate_names_what_it_does_not_model(files: Path, tmp_path: Path) -> N
     assert "read but not modelled</td><td>Service v1, StatefulSet apps/v1 (its pods" in \
         (out / "report.html").read_text()
     assert sum("read but not modelled" in line for line in err.splitlines()) == 1
+
+
+# sigs.k8s.io/descheduler v0.36.0 pkg/framework/plugins/podlifetime/README.md, "Transition-based
+# eviction for completed pods", unchanged.
+DESCHEDULER_036_POLICY = """\
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+  - name: default
+    plugins:
+      deschedule:
+        enabled:
+          - name: PodLifeTime
+    pluginConfig:
+      - name: PodLifeTime
+        args:
+          states:
+            - Succeeded
+          conditions:
+            - reason: PodCompleted
+              status: "True"
+              minTimeSinceLastTransitionSeconds: 14400
+          namespaces:
+            include:
+              - default
+"""
+
+
+def _completed(name: str, ns: str, completed: str) -> str:
+    return f"""\
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: {ns}
+  creationTimestamp: "2024-06-01T00:00:00Z"
+  ownerReferences: [{{apiVersion: batch/v1, kind: Job, name: {name}, controller: true}}]
+spec: {{nodeName: n1, containers: [{{name: c, image: i}}]}}
+status:
+  phase: Succeeded
+  conditions:
+  - {{type: Initialized, status: "True", reason: PodCompleted, lastTransitionTime: "{completed}"}}
+  - {{type: Ready, status: "False", reason: PodCompleted, lastTransitionTime: "{completed}"}}
+"""
+
+
+def test_descheduler_036_policy_from_its_readme(tmp_path: Path) -> None:
+    """Succeeded pods of ``default`` whose PodCompleted transition is over 4 hours old go.
+
+    The README writes ``enabled: [{name: PodLifeTime}]``, which the descheduler's strict
+    decoder refuses too (``PluginSet.Enabled`` is ``[]string``): refused with the field named,
+    then run with the plugin named as a string."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(DESCHEDULER_036_POLICY)
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(NODE_AND_POD.split("---")[0])
+    code, _, err = run("deschedule", "-f", str(nodes), "--policy", str(policy))
+    assert code == 2
+    assert "profiles[0].plugins.deschedule.enabled[0]: got a mapping. Expected a string" in err
+    policy.write_text(DESCHEDULER_036_POLICY.replace("- name: PodLifeTime\n    pluginConfig",
+                                                     "- PodLifeTime\n    pluginConfig"))
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(NODE_AND_POD.split("---")[0]
+                       + "---\napiVersion: v1\nkind: Node\nmetadata: {name: n2}\n"
+                       "status: {allocatable: {cpu: '4', memory: 8Gi, pods: '110'}}\n"
+                       + _completed("done-long-ago", "default", "2024-06-01T06:00:00Z")
+                       + _completed("done-recently", "default", "2024-06-01T10:00:00Z")
+                       + _completed("elsewhere", "batch", "2024-06-01T06:00:00Z"))
+    code, out, err = run("deschedule", "-f", str(cluster), "--policy", str(policy),
+                         "--now", "2024-06-01T12:00:00Z", "-o", "json")
+    assert code == 0, err
+    assert [e["pod"] for e in json.loads(out)["evictions"]] == ["default/done-long-ago"]
