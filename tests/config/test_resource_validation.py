@@ -114,3 +114,24 @@ def test_refused_over_the_api_with_the_same_words() -> None:
         ok = http.post("/api/v1/namespaces/default/pods", json=_pod(
             {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}))
         assert ok.status_code == 201, ok.text[:300]
+
+
+def test_kueue_job_and_workload_templates_are_validated(tmp_path: Path) -> None:
+    """``admit`` reads pod templates Kueue admits; the API server would have refused them."""
+    from kubeberth.admission.model import load_kueue
+
+    gpu = {"name": "c", "image": "i", "resources": {"requests": {"nvidia.com/gpu": "1.5"}}}
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [gpu]}}}}
+    workload = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                "metadata": {"name": "w"}, "spec": {"queueName": "q", "podSets": [
+                    {"name": "main", "count": 1, "template": {"spec": {"containers": [gpu]}}}]}}
+    for obj, field in ((job, "spec.template.spec.containers[0]"),
+                       (workload, "spec.podSets[0].template.spec.containers[0]")):
+        path = tmp_path / "obj.yaml"
+        path.write_text(yaml.safe_dump(obj))
+        with pytest.raises(InputError, match='"1500m": must be an integer') as err:
+            load_kueue(load_manifests(path))
+        assert err.value.field == f"{field}.resources.requests[nvidia.com/gpu]"
+        assert err.value.line is not None

@@ -34,7 +34,7 @@ from kubeberth.api.objects import (
 from kubeberth.api.quantity import to_milli
 from kubeberth.api.resources import pod_requests
 from kubeberth.api.times import parse_time
-from kubeberth.api.validation import check_int32
+from kubeberth.api.validation import check_int32, validate_pod_spec
 from kubeberth.config.manifests import DEFAULT_NAMESPACE, Manifests
 from kubeberth.config.yamlsrc import Document, validation_error
 
@@ -598,7 +598,13 @@ def _requests_map(raw: object, fld: str) -> dict[str, int]:
 
 
 def _pod_spec(raw: object, fld: str) -> PodSpec:
+    """A pod template's spec at ``fld`` (``...template.spec``), validated as the API server
+    validates the pods it stands for."""
     spec: PodSpec = _struct(_map(raw, fld), PodSpec, fld)
+    try:
+        validate_pod_spec(spec)
+    except InputError as err:
+        raise err.at(field=fld.removesuffix(".spec")) from None
     return spec
 
 
