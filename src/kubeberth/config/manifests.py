@@ -255,7 +255,7 @@ def load_manifests(paths: str | Path | Iterable[str | Path], *, seed: int = 0) -
                 pdb = _pdb(doc)
                 _remember(out, doc, kind, pdb.metadata.namespace, pdb.metadata.name)
                 out.pdbs.append(pdb)
-            elif doc.data.get("apiVersion") in _WORKLOAD_API:
+            elif _is_known(doc) and doc.api_version in _WORKLOAD_API:
                 out.workload_api.append(doc)
             else:
                 out.other.append(doc)
