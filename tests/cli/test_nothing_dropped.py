@@ -82,3 +82,18 @@ def test_version_names_the_upstream_releases() -> None:
     data = json.loads(run("version", "-o", "json")[1])
     assert data["follows"] == [dict(u) for u in UPSTREAM]
     assert "docs/versions.md" in out
+
+
+@pytest.mark.parametrize("command", [["explain"], ["deschedule", "--policy", "POLICY"]])
+def test_a_priority_class_that_does_not_exist(tmp_path: Path, command: list[str]) -> None:
+    """The API server's Priority admission words, at the pod's line; system classes exist."""
+    (tmp_path / "policy.yaml").write_text(DESCHEDULER_POLICY)
+    bundle = tmp_path / "bundle.yaml"
+    pod = "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {0}}}\n" \
+          "spec: {{priorityClassName: {1}, containers: [{{name: c, image: i}}]}}\n"
+    bundle.write_text(NODE + pod.format("ok", "system-node-critical") + pod.format("p", "nope"))
+    args = [a.replace("POLICY", str(tmp_path / "policy.yaml")) for a in command]
+    code, _, err = run(*args, "-f", str(bundle))
+    assert code == 2
+    assert f"{bundle}:14: field spec.priorityClassName: no PriorityClass with name nope " \
+           "was found" in err

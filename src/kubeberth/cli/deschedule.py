@@ -29,7 +29,7 @@ from kubeberth.cli.common import (
     refuse_policies,
     user_errors,
 )
-from kubeberth.config.manifests import load_manifests
+from kubeberth.config.manifests import check_priority_class_names, load_manifests
 from kubeberth.descheduling.framework import Eviction, PassResult, Snapshot, default_now
 from kubeberth.descheduling.policy import load_descheduler_policy
 from kubeberth.descheduling.registry import build_descheduler, descheduler_registry
@@ -63,6 +63,7 @@ def deschedule(
         descheduler = build_descheduler(pol, descheduler_registry(plugin))
         manifests = load_manifests(filename, seed=seed)
         refuse_policies(manifests, "deschedule")
+        check_priority_class_names(manifests)
         if now is None:
             clock = default_now(manifests)
         elif now == "now":

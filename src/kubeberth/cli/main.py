@@ -43,7 +43,7 @@ from kubeberth.cli.serve import serve
 from kubeberth.cli.spill import SpillConfigOpt, spill_app, spill_config
 from kubeberth.cli.spill_controller import spill_controller_command
 from kubeberth.cli.up import up_command
-from kubeberth.config.manifests import load_manifests
+from kubeberth.config.manifests import check_priority_class_names, load_manifests
 from kubeberth.scheduling.config.loader import load_scheduler_config
 from kubeberth.scheduling.config.types import SchedulerConfiguration
 
@@ -210,6 +210,7 @@ def explain(
         vconf = load_volcano_conf(volcano_config)
         manifests = load_manifests(filename, seed=seed)
         refuse_policies(manifests, "explain")
+        check_priority_class_names(manifests)
     with user_errors(cfg):
         registry = scheduling_registry(plugin)
         data = run_explain(manifests, cfg, registry, seed=seed, volcano_conf=vconf)

@@ -262,6 +262,25 @@ def load_manifests(paths: str | Path | Iterable[str | Path], *, seed: int = 0) -
     return out
 
 
+# The classes the API server creates itself (the Priority admission plugin's system classes).
+SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
+
+
+def check_priority_class_names(m: Manifests) -> None:
+    """Each pod's priorityClassName names a PriorityClass of ``m`` or a system class, as the
+    API server's Priority admission requires, in its words. For inputs that hold the classes
+    of their pods (a bundle, not a workload file whose classes are in the cluster file)."""
+    known = {pc.metadata.name for pc in m.priority_classes} | set(SYSTEM_PRIORITY_CLASSES)
+    for pod in m.pods:
+        name = pod.spec.priority_class_name
+        doc = m.origin("Pod", pod.metadata.name, pod.metadata.namespace)
+        if name and name not in known and doc is not None:
+            raise doc.error(f"no PriorityClass with name {name} was found",
+                            field="spec.priorityClassName",
+                            expected="the name of a PriorityClass in the manifests, "
+                            "system-cluster-critical or system-node-critical")
+
+
 class _NameGenerator:
     """Names for objects given by ``generateName``, as the API server makes them: the prefix
     (cut to 58 characters) and five characters of upstream's alphabet; drawn from a hash of the
