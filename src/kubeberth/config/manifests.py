@@ -33,6 +33,7 @@ from kubeberth.api.objects import (
     Pod,
     PodDisruptionBudget,
     PriorityClass,
+    class_priority,
 )
 from kubeberth.api.resources import node_allocatable, pod_requests, resource_map
 from kubeberth.api.validation import (
@@ -262,19 +263,15 @@ def load_manifests(paths: str | Path | Iterable[str | Path], *, seed: int = 0) -
     return out
 
 
-# The classes the API server creates itself (the Priority admission plugin's system classes).
-SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
-
-
 def check_priority_class_names(m: Manifests) -> None:
     """Each pod's priorityClassName names a PriorityClass of ``m`` or a system class, as the
     API server's Priority admission requires, in its words. For inputs that hold the classes
     of their pods (a bundle, not a workload file whose classes are in the cluster file)."""
-    known = {pc.metadata.name for pc in m.priority_classes} | set(SYSTEM_PRIORITY_CLASSES)
+    classes = {pc.metadata.name: pc for pc in m.priority_classes}
     for pod in m.pods:
         name = pod.spec.priority_class_name
         doc = m.origin("Pod", pod.metadata.name, pod.metadata.namespace)
-        if name and name not in known and doc is not None:
+        if name and class_priority(name, classes) is None and doc is not None:
             raise doc.error(f"no PriorityClass with name {name} was found",
                             field="spec.priorityClassName",
                             expected="the name of a PriorityClass in the manifests, "
