@@ -260,7 +260,8 @@ _register_experiments()
 # deviations per release); "release" empty where kubeberth follows an API, not a pinned release.
 UPSTREAM = (
     {"project": "kube-scheduler", "release": "v1.37.2",
-     "apis": ["kubescheduler.config.k8s.io/v1", "scheduling.k8s.io/v1alpha2"]},
+     "apis": ["kubescheduler.config.k8s.io/v1", "scheduling.k8s.io/v1beta1",
+              "scheduling.k8s.io/v1alpha2"]},
     {"project": "Kueue", "release": "v0.19.2",
      "apis": ["kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1",
               "config.kueue.x-k8s.io/v1beta2", "config.kueue.x-k8s.io/v1beta1"]},
