@@ -137,7 +137,7 @@ def test_simulate_reports_a_score_error_as_the_pods_pending_reason(files: Path,
 
 @pytest.mark.parametrize(("content", "needle"), [
     ("apiVersion: v1\nkind: Node\nmetadata: {name: n1\n", "line"),
-    ("apiVersion: v1\nkind: Gadget\nmetadata: {name: x}\n", "Gadget"),
+    ("apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: x}\n", "v1beta1"),
     ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
      "  - resources: {requests: {cpu: -1}}\n", "cpu"),
     ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"

@@ -14,7 +14,9 @@ from kubeberth.api.resources import pod_non_zero_requests, pod_requests
 from kubeberth.config.manifests import (
     ANNOTATION_ARRIVAL,
     ANNOTATION_DURATION,
+    KNOWN_KINDS,
     load_manifests,
+    not_modelled_note,
     pod_timing,
 )
 from kubeberth.config.yamlsrc import convert, load_documents
@@ -173,13 +175,60 @@ def test_wrong_api_version_for_known_kind(tmp_path: Path) -> None:
     assert err.expected == "apiVersion: v1"
 
 
-def test_unknown_kind_lists_known_kinds(tmp_path: Path) -> None:
-    path = write(tmp_path, "k.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n")
-    err = error_of(path)
-    assert (err.line, err.field) == (2, "kind")
-    assert "Service" in err.message
-    assert err.expected is not None
-    assert "Pod (v1)" in err.expected and "ClusterQueue" in err.expected
+def test_other_kinds_are_kept_and_named(tmp_path: Path) -> None:
+    """Kinds kubeberth does not model (and a CRD sharing a modelled kind's name) are kept for
+    ``serve`` and named once per apiVersion and kind; layers never see them."""
+    path = write(tmp_path, "k.yaml", """
+        apiVersion: v1
+        kind: Service
+        metadata: {name: s}
+        ---
+        apiVersion: v1
+        kind: Service
+        metadata: {name: t}
+        ---
+        apiVersion: example.com/v1
+        kind: Queue
+        metadata: {name: q}
+        ---
+        apiVersion: apps/v1
+        kind: StatefulSet
+        metadata: {name: web}
+        ---
+        apiVersion: scheduling.k8s.io/v1alpha2
+        kind: Gizmo
+        metadata: {name: g}
+        """)
+    m = load_manifests(path)
+    assert [d.kind for d in m.other] == ["Service", "Service", "Queue", "StatefulSet", "Gizmo"]
+    assert m.of_kind("Queue") == [] and m.workload_api == []
+    entries = m.not_modelled()
+    assert [(e["kind"], e["apiVersion"], e["objects"]) for e in entries] == [
+        ("Service", "v1", 2), ("Queue", "example.com/v1", 1), ("StatefulSet", "apps/v1", 1),
+        ("Gizmo", "scheduling.k8s.io/v1alpha2", 1)]
+    assert "note" in entries[2] and "note" not in entries[0]
+    note = not_modelled_note(entries)
+    assert note is not None and note.startswith("note: read but not modelled: Service v1 x2, ")
+    assert not_modelled_note(load_manifests(write(tmp_path, "n.yaml", """
+        apiVersion: v1
+        kind: Node
+        metadata: {name: n}
+        """)).not_modelled()) is None
+
+
+@pytest.mark.parametrize(("api", "kind", "words"), [
+    ("descheduler/v1alpha1", "DeschedulerPolicy", "version 'v1alpha1' of DeschedulerPolicy"),
+    ("batch/v2", "Job", "version 'v2' of Job"),
+    ("kueue.x-k8s.io/v1alpha9", "ClusterQueue", "version 'v1alpha9' of ClusterQueue"),
+    ("apps/v1", "Pod", "Pod has apiVersion 'apps/v1'"),
+])
+def test_unknown_version_of_a_modelled_kind(tmp_path: Path, api: str, kind: str,
+                                            words: str) -> None:
+    err = error_of(write(tmp_path, "v.yaml", f"apiVersion: {api}\nkind: {kind}\n"
+                                             "metadata: {name: x}\n"))
+    assert (err.line, err.field) == (1, "apiVersion")
+    assert words in err.message
+    assert err.expected is not None and ", ".join(KNOWN_KINDS[kind]).split(",")[0] in err.expected
 
 
 def test_missing_kind(tmp_path: Path) -> None:

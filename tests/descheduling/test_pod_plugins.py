@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.descheduling.builders import evicted, node, pod, policy, run, skipped
+from tests.descheduling.builders import at, evicted, node, pod, policy, run, skipped
 
 from kubeberth.api.errors import InputError
 
@@ -96,6 +96,64 @@ def test_pod_lifetime_states() -> None:
     pol = policy({"deschedule": [LIFETIME]}, {LIFETIME: {
         "maxPodLifeTimeSeconds": 600, "states": ["Pending", "CrashLoopBackOff"]}})
     assert sorted(evicted(run(pol, nodes, pods))) == ["crashing", "pending"]
+
+
+def test_pod_lifetime_036_conditions_exit_codes_and_owner_kinds() -> None:
+    """descheduler 0.36: filters without maxPodLifeTimeSeconds, each one narrowing the pods."""
+    nodes = [node("n1"), node("n2")]
+    unready = {"conditions": [{"type": "Ready", "status": "False", "reason": "PodFailed",
+                               "lastTransitionTime": at(-900)}]}
+    fresh = {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": at(-30)}]}
+    pods = [pod("stuck", "n1", created=-1000, status=unready),
+            pod("recent", "n1", created=-1000, status=fresh),
+            pod("ready", "n1", created=-1000),
+            pod("stuck-job", "n1", created=-1000, status=unready, owner=("Job", "j"))]
+    cond = {"conditions": [{"type": "Ready", "status": "False",
+                            "minTimeSinceLastTransitionSeconds": 600}]}
+    assert sorted(evicted(run(policy({"deschedule": [LIFETIME]}, {LIFETIME: cond}),
+                              nodes, pods))) == ["stuck", "stuck-job"]
+    without_jobs = {**cond, "ownerKinds": {"exclude": ["Job"]}}
+    assert evicted(run(policy({"deschedule": [LIFETIME]}, {LIFETIME: without_jobs}),
+                       nodes, pods)) == ["stuck"]
+    only_jobs = {**cond, "ownerKinds": {"include": ["Job"]}}
+    assert evicted(run(policy({"deschedule": [LIFETIME]}, {LIFETIME: only_jobs}),
+                       nodes, pods)) == ["stuck-job"]
+    reasons = {"conditions": [{"reason": "PodFailed"}], "maxPodLifeTimeSeconds": 2000}
+    assert evicted(run(policy({"deschedule": [LIFETIME]}, {LIFETIME: reasons}),
+                       nodes, pods)) == []
+
+
+def test_pod_lifetime_036_exit_codes_and_terminated_states() -> None:
+    nodes = [node("n1"), node("n2")]
+    oom = {"containerStatuses": [{"name": "c", "state": {"terminated": {
+        "exitCode": 137, "reason": "OOMKilled"}}}]}
+    init_error = {"initContainerStatuses": [{"name": "i", "state": {"terminated": {
+        "exitCode": 1, "reason": "Error"}}}]}
+    pods = [pod("oom", "n1", created=-100, status=oom),
+            pod("init", "n1", created=-200, status=init_error), pod("fine", "n1", created=-300)]
+    codes = {"exitCodes": [137, 1]}
+    assert evicted(run(policy({"deschedule": [LIFETIME]}, {LIFETIME: codes}), nodes, pods)) \
+        == ["oom"]
+    with_init = {**codes, "includingInitContainers": True}
+    assert evicted(run(policy({"deschedule": [LIFETIME]}, {LIFETIME: with_init}), nodes,
+                       pods)) == ["init", "oom"]
+    states = {"states": ["OOMKilled"]}
+    assert evicted(run(policy({"deschedule": [LIFETIME]}, {LIFETIME: states}), nodes,
+                       pods)) == ["oom"]
+
+
+@pytest.mark.parametrize(("args", "field", "words"), [
+    ({}, "maxPodLifeTimeSeconds", "at least one filtering criterion must be specified"),
+    ({"conditions": [{}]}, "conditions[0]", "at least one of type, status, reason"),
+    ({"exitCodes": [1], "ownerKinds": {"include": ["Job"], "exclude": ["DaemonSet"]}},
+     "ownerKinds", "only one of Include/Exclude ownerKinds can be set"),
+    ({"conditions": [{"type": "Ready", "since": 1}]}, "conditions[0].since", "unknown field"),
+    ({"exitCodes": [2**31]}, "exitCodes[0]", "32-bit"),
+])
+def test_pod_lifetime_036_bad_args(args: dict[str, Any], field: str, words: str) -> None:
+    with pytest.raises(InputError, match=words) as err:
+        run(policy({"deschedule": [LIFETIME]}, {LIFETIME: args}), [node("a"), node("b")], [])
+    assert err.value.field == f"profiles[0].pluginConfig[0].args.{field}"
 
 
 @pytest.mark.parametrize(("args", "field"), [

@@ -13,7 +13,7 @@ import pytest
 from kubeberth.report.compare import COMPARE_SECTIONS, compare_report
 from kubeberth.report.compare import waits as compare_waits
 from kubeberth.report.html import Paragraph, Section, Table
-from kubeberth.report.output import PODS_COLUMNS
+from kubeberth.report.output import EVICTION_COLUMNS, EVICTIONS_FILE, PODS_COLUMNS
 from kubeberth.report.runs import Run, load_run
 from kubeberth.report.sections import (
     RUN_SECTIONS,
@@ -113,6 +113,23 @@ def test_an_evictions_column_is_plotted_without_code_changes(tmp_path: Path) -> 
     section = disruptions(run)
     html = "".join(b.html() for b in section.blocks)
     assert "<td>evictions</td><td class=\"num\">5</td>" in html
+    (svg,) = figures(html)
+    assert "evictions" in svg
+
+
+def test_descheduler_evictions_are_counted_as_the_summary_counts_them(tmp_path: Path) -> None:
+    """evictions.csv (the descheduler's, spill's and Kueue's evictions) feeds the section: its
+    totals are summary.json's ``evictions.evicted`` and the refused rest."""
+    folder = write_run(tmp_path / "r", summary(evictions={"requested": 3, "evicted": 2}))
+    with (folder / EVICTIONS_FILE).open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(EVICTION_COLUMNS)
+        for t, allowed in ((5.0, 1), (12.0, 0), (25.0, 1)):  # the last after the last sample
+            w.writerow([t, "ns/a", "n", "RemovePodsViolatingNodeTaints", "r", allowed, 0 if
+                        allowed else 429, "", "", ""])
+    html = "".join(b.html() for b in disruptions(load_run(folder)).blocks)
+    assert '<td>evictions</td><td class="num">2</td>' in html
+    assert '<td>evictions refused</td><td class="num">1</td>' in html
     (svg,) = figures(html)
     assert "evictions" in svg
 

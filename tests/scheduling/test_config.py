@@ -236,14 +236,14 @@ def test_plugin_config_args_and_paths(tmp_path: Path) -> None:
                 resources:
                 - name: cpu
                   weight: 1
-          - name: MyPlugin
+          - name: NodeAffinity
         """)
     (profile,) = config.profiles
     assert profile.plugin_config == {
         "DefaultPreemption": {"minCandidateNodesPercentage": 20},
         "NodeResourcesFit": {"scoringStrategy": {"type": "MostAllocated",
                                                  "resources": [{"name": "cpu", "weight": 1}]}},
-        "MyPlugin": {},
+        "NodeAffinity": {},
     }
     assert profile.plugin_config_path["NodeResourcesFit"] == "profiles[0].pluginConfig[1].args"
     # The framework reports arg errors below that path; locate resolves them to lines.
@@ -254,6 +254,30 @@ def test_plugin_config_args_and_paths(tmp_path: Path) -> None:
     assert config.locate(f"{base}.scoringStrategy.requestedToCapacityRatio.shape") == 12
     assert config.locate("profiles[0].plugins.score") == 4
     assert config.locate("profiles[0].pluginConfig[2].args") == 17
+
+
+def test_plugin_config_for_a_plugin_not_enabled_is_an_error(tmp_path: Path) -> None:
+    """Upstream drops such args silently; a misspelt name would lose the user's tuning."""
+    with pytest.raises(InputError) as err:
+        load(tmp_path, """
+            profiles:
+            - schedulerName: packing
+              pluginConfig:
+              - name: NodeResourceFit
+                args: {scoringStrategy: {type: MostAllocated}}
+            """)
+    text = str(err.value)
+    assert "profiles[0].pluginConfig[0].name" in text
+    assert "profile 'packing'" in text and "'NodeResourceFit'" in text
+    assert "did you mean 'NodeResourcesFit'?" in text
+    with pytest.raises(InputError, match="'NodeResourcesFit', which it does not enable"):
+        load(tmp_path, """
+            profiles:
+            - plugins:
+                multiPoint: {disabled: [{name: NodeResourcesFit}]}
+              pluginConfig:
+              - name: NodeResourcesFit
+            """)
 
 
 def test_config_found_among_other_documents(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ from kubeberth.api.objects import (
 from kubeberth.api.quantity import to_milli
 from kubeberth.api.resources import pod_requests
 from kubeberth.api.times import parse_time
-from kubeberth.api.validation import check_int32
+from kubeberth.api.validation import check_int32, validate_pod_spec
 from kubeberth.config.manifests import DEFAULT_NAMESPACE, Manifests
 from kubeberth.config.workload_api import load_workload_api
 from kubeberth.config.yamlsrc import Document, validation_error
@@ -603,7 +603,13 @@ def _requests_map(raw: object, fld: str) -> dict[str, int]:
 
 
 def _pod_spec(raw: object, fld: str) -> PodSpec:
+    """A pod template's spec at ``fld`` (``...template.spec``), validated as the API server
+    validates the pods it stands for."""
     spec: PodSpec = _struct(_map(raw, fld), PodSpec, fld)
+    try:
+        validate_pod_spec(spec)
+    except InputError as err:
+        raise err.at(field=fld.removesuffix(".spec")) from None
     return spec
 
 
@@ -1167,7 +1173,7 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
         objs.priority_classes[_name(doc)] = value
     seen_configs: Document | None = None
     cohort_docs: dict[str, Document] = {}
-    for doc in manifests.other:
+    for doc in manifests.modelled():
         kind = doc.kind
         with doc.located():
             if kind == "ResourceFlavor":
@@ -1203,7 +1209,7 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
         objs.native_groups = {key: g.min_count if g.gang else 0
                               for key, g in api.groups.items()}
     origins: dict[str, Document | None] = {}
-    for doc in manifests.other:
+    for doc in manifests.modelled():
         with doc.located():
             wl: Workload | None = None
             if doc.kind == "Workload":

@@ -230,6 +230,7 @@ class PodCondition(_K8s):
     status: str
     reason: str = ""
     message: str = ""
+    last_transition_time: str | None = None
 
 
 class PodStatus(_K8s):
@@ -241,6 +242,7 @@ class PodStatus(_K8s):
     qos_class: str = ""
     container_statuses: list[ContainerStatus] = []
     init_container_statuses: list[ContainerStatus] = []
+    ephemeral_container_statuses: list[ContainerStatus] = []
 
 
 class Pod(_Object):

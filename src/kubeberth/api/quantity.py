@@ -47,6 +47,8 @@ MILLI_NATIVE = frozenset({"cpu"})
 _SPLIT = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*)([-+]?[0-9]*)")
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL_SUFFIX = {v: k for k, v in _DECIMAL.items()}
+_BINARY_SUFFIX = {0: "", **{v // 10: k for k, v in _BINARY.items()}}
 _EXPONENT = re.compile(r"[-+]?0*([0-9]{1,19})")
 # Fraction digits kept below the unit. A ceiling at milli-units of a number times 2**60 needs at
 # most 63 places; the digits beyond are folded into one sticky digit.
@@ -189,3 +191,30 @@ def format_milli(resource: str, milli: int) -> str:
             if whole and whole % factor == 0:
                 return f"{whole // factor}{suffix}"
     return str(whole)
+
+
+def canonical(value: object) -> str:
+    """A quantity as the API server writes it back (``Quantity.String()``): "1.5" is "1500m",
+    "1000" is "1k", "1.5Gi" is "1536Mi"; validation messages quote quantities so."""
+    q = parse_quantity(value)
+    nano = abs(q) * 10**9
+    q = Fraction(math.ceil(nano), 10**9) * (1 if q >= 0 else -1)  # upstream keeps nano-units
+    if q == 0:
+        return "0"
+    text = repr(value) if isinstance(value, float) else str(value).strip()
+    m = _SPLIT.fullmatch(text)
+    letters, tail = (m[4], m[5]) if m is not None else ("", "")
+    if letters in _BINARY and abs(q) >= 1024 and q.denominator == 1:
+        number, exponent = q.numerator, 0
+        while number % 1024 == 0:
+            number, exponent = number // 1024, exponent + 1
+        return f"{number}{_BINARY_SUFFIX[exponent]}"
+    exponent = -9
+    number = q.numerator * 10**9 // q.denominator
+    while number % 10 == 0:
+        number, exponent = number // 10, exponent + 1
+    while exponent % 3:
+        number, exponent = number * 10, exponent - 1
+    if letters in ("e", "E") and tail:
+        return f"{number}e{exponent}" if exponent else str(number)
+    return f"{number}{_DECIMAL_SUFFIX[exponent]}"

@@ -26,7 +26,13 @@ from kubeberth.admission.driver import MAX_CYCLES, Cycle, settle
 from kubeberth.admission.model import AdmissionCheckState, KueueObjects, Workload, load_kueue
 from kubeberth.admission.preemption import Target
 from kubeberth.api.times import parse_time
-from kubeberth.cli.common import OutputFormat, print_data, user_errors
+from kubeberth.cli.common import (
+    OutputFormat,
+    print_data,
+    read_not_modelled,
+    refuse_policies,
+    user_errors,
+)
 from kubeberth.config.manifests import load_manifests
 
 
@@ -176,15 +182,21 @@ def admit_command(
     plugin: Annotated[list[str] | None, typer.Option(
         "--plugin", help="Load an out-of-tree admission check plugin, module:attr "
                          "(repeatable).")] = None,
+    seed: Annotated[int, typer.Option(
+        "--seed", help="Seed of the names given to objects with generateName.")] = 0,
 ) -> None:
     """Run Kueue admission cycles and print each workload's state, flavors and preemptions."""
     with user_errors():
         registry = in_tree().with_out_of_tree(plugin)
-        objs = load_kueue(load_manifests(filename))
+        manifests = load_manifests(filename, seed=seed)
+        refuse_policies(manifests, "admit", reads=("Configuration",))
+        objs = load_kueue(manifests)
         run = admit(objs, parse_now(now, objs), cycles, registry)
     for note in unmodelled_notes(run.state.checks):
         sys.stderr.write(note + "\n")
     data = contract(run)
+    if not_modelled := read_not_modelled(manifests):
+        data["readNotModelled"] = not_modelled
     if output != OutputFormat.table:
         print_data(data, output)
         return

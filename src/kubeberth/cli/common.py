@@ -26,6 +26,7 @@ from kubeberth.admission.checks import CheckRegistry
 from kubeberth.admission.checks import in_tree as in_tree_checks
 from kubeberth.api.durations import parse_duration
 from kubeberth.api.errors import InputError
+from kubeberth.config.manifests import Manifests, not_modelled_note
 from kubeberth.config.plugins import load_out_of_tree
 from kubeberth.descheduling.registry import DeschedulerRegistry
 from kubeberth.descheduling.registry import in_tree_registry as in_tree_descheduler
@@ -132,3 +133,30 @@ def registries(plugins: list[str] | None) -> Registries:
     assert isinstance(sched, Registry) and isinstance(desched, DeschedulerRegistry)
     assert isinstance(checks, CheckRegistry)
     return Registries(sched, desched, checks)
+
+
+def read_not_modelled(manifests: Manifests) -> list[dict[str, object]]:
+    """Name once on stderr what the inputs held that no decision uses; the entries are the JSON
+    outputs' ``readNotModelled`` field (left out when empty)."""
+    entries = manifests.not_modelled()
+    note = not_modelled_note(entries)
+    if note is not None:
+        err_console.print(note, highlight=False, soft_wrap=True)
+    return entries
+
+
+# Policy kinds a command's -f bundle must not hold, and where each is read instead.
+_POLICIES = {
+    "DeschedulerPolicy": "kubeberth deschedule --policy or kubeberth simulate "
+                         "--deschedule-policy",
+    "KubeSchedulerConfiguration": "the --config option of explain, simulate or scheduler",
+    "Configuration": "the -f of admit or simulate, or kubeberth admission --config",
+}
+
+
+def refuse_policies(manifests: Manifests, command: str, reads: tuple[str, ...] = ()) -> None:
+    """A policy in a bundle that this command does not read would be ignored; it is an error
+    naming where that policy is read."""
+    for doc in manifests.of_kind(*(k for k in _POLICIES if k not in reads)):
+        raise doc.error(f"kubeberth {command} does not read a {doc.kind} from its manifests",
+                        field="kind", expected=f"the {doc.kind} given to {_POLICIES[doc.kind]}")

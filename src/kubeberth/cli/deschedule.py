@@ -9,10 +9,11 @@ give the same answer.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -20,8 +21,15 @@ from rich.table import Table
 
 from kubeberth.api.errors import InputError
 from kubeberth.api.times import format_time, parse_time
-from kubeberth.cli.common import OutputFormat, err_console, print_data, user_errors
-from kubeberth.config.manifests import load_manifests
+from kubeberth.cli.common import (
+    OutputFormat,
+    err_console,
+    print_data,
+    read_not_modelled,
+    refuse_policies,
+    user_errors,
+)
+from kubeberth.config.manifests import check_priority_class_names, load_manifests
 from kubeberth.descheduling.framework import Eviction, PassResult, Snapshot, default_now
 from kubeberth.descheduling.policy import load_descheduler_policy
 from kubeberth.descheduling.registry import build_descheduler, descheduler_registry
@@ -46,12 +54,16 @@ def deschedule(
                       "'now' for the wall clock (default: the latest timestamp in the "
                       "manifests).")] = None,
     plugin: DeschedulerPluginOption = None,
+    seed: Annotated[int, typer.Option(
+        "--seed", help="Seed of the names given to objects with generateName.")] = 0,
 ) -> None:
     """Print one descheduling pass's evictions (pod, node, plugin, reason) without applying them."""
     with user_errors():
         pol = load_descheduler_policy(policy)
         descheduler = build_descheduler(pol, descheduler_registry(plugin))
-        manifests = load_manifests(filename)
+        manifests = load_manifests(filename, seed=seed)
+        refuse_policies(manifests, "deschedule")
+        check_priority_class_names(manifests)
         if now is None:
             clock = default_now(manifests)
         elif now == "now":
@@ -64,10 +76,13 @@ def deschedule(
         result = descheduler.run_pass(Snapshot.from_manifests(manifests, clock))
     if result.cycle_skipped:
         err_console.print(f"descheduling cycle skipped: {result.cycle_skipped}", highlight=False)
+    not_modelled = read_not_modelled(manifests)
+    data: dict[str, Any] = {**result.to_json(),
+                            **({"readNotModelled": not_modelled} if not_modelled else {})}
     if output == OutputFormat.json:
-        sys.stdout.write(result.dumps() + "\n")
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
     elif output == OutputFormat.yaml:
-        print_data(result.to_json(), output)
+        print_data(data, output)
     else:
         render(Console(), result, clock)
 

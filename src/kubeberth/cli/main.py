@@ -26,6 +26,8 @@ from kubeberth.cli.common import (
     out_dir_option,
     output_and_folder,
     print_data,
+    read_not_modelled,
+    refuse_policies,
     registries,
     scheduling_registry,
     seconds,
@@ -41,7 +43,7 @@ from kubeberth.cli.serve import serve
 from kubeberth.cli.spill import SpillConfigOpt, spill_app, spill_config
 from kubeberth.cli.spill_controller import spill_controller_command
 from kubeberth.cli.up import up_command
-from kubeberth.config.manifests import load_manifests
+from kubeberth.config.manifests import check_priority_class_names, load_manifests
 from kubeberth.scheduling.config.loader import load_scheduler_config
 from kubeberth.scheduling.config.types import SchedulerConfiguration
 
@@ -117,7 +119,8 @@ def simulate(
         interval = parse_duration(descheduling_interval, "--descheduling-interval")
     with user_errors(cfg):
         regs = registries(plugin)
-        wl = load_workload(cluster, workload)
+        wl = load_workload(cluster, workload, seed=seed)
+        refuse_policies(wl.extras, "simulate", reads=("Configuration",))
         spill_setup = spill_config(spill_cfg, spill, spill_threshold,
                                    seconds(spill_window, "--spill-window"),
                                    seconds(spill_stabilization, "--spill-stabilization"),
@@ -161,6 +164,8 @@ def simulate(
         "config": str(config) if config else "default",
         "kubeberth": __version__,
     }
+    if not_modelled := read_not_modelled(wl.extras):
+        meta["readNotModelled"] = not_modelled
     if desched is not None:
         log = desched.log
         meta["descheduler"] = {
@@ -203,10 +208,14 @@ def explain(
     with user_errors():
         cfg = load_scheduler_config(config)
         vconf = load_volcano_conf(volcano_config)
-        manifests = load_manifests(filename)
+        manifests = load_manifests(filename, seed=seed)
+        refuse_policies(manifests, "explain")
+        check_priority_class_names(manifests)
     with user_errors(cfg):
         registry = scheduling_registry(plugin)
         data = run_explain(manifests, cfg, registry, seed=seed, volcano_conf=vconf)
+    if not_modelled := read_not_modelled(manifests):
+        data["readNotModelled"] = not_modelled
     if output != OutputFormat.table:
         print_data(data, output)
     else:
@@ -247,10 +256,37 @@ def _register_experiments() -> None:
 _register_experiments()
 
 
+# The upstream releases whose behaviour kubeberth follows (docs/versions.md lists the
+# deviations per release); "release" empty where kubeberth follows an API, not a pinned release.
+UPSTREAM = (
+    {"project": "kube-scheduler", "release": "v1.37.2",
+     "apis": ["kubescheduler.config.k8s.io/v1", "scheduling.k8s.io/v1beta1",
+              "scheduling.k8s.io/v1alpha2"]},
+    {"project": "Kueue", "release": "v0.19.2",
+     "apis": ["kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1",
+              "config.kueue.x-k8s.io/v1beta2", "config.kueue.x-k8s.io/v1beta1"]},
+    {"project": "descheduler", "release": "v0.36.0", "apis": ["descheduler/v1alpha2"]},
+    {"project": "scheduler-plugins", "release": "",
+     "apis": ["scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1"]},
+    {"project": "Volcano", "release": "",
+     "apis": ["batch.volcano.sh/v1alpha1", "scheduling.volcano.sh/v1beta1"]},
+)
+
+
 @app.command()
-def version() -> None:
-    """Print the kubeberth version."""
+def version(
+    output: Annotated[OutputFormat, typer.Option("--output", "-o")] = OutputFormat.table,
+) -> None:
+    """Print the kubeberth version and the upstream releases whose behaviour it follows."""
+    if output != OutputFormat.table:
+        print_data({"kubeberth": __version__, "follows": list(UPSTREAM)}, output)
+        return
     console.print(__version__)
+    for up in UPSTREAM:
+        release = up["release"] or "no pinned release"
+        console.print(f"follows {up['project']} {release} ({', '.join(up['apis'])})",
+                      highlight=False, soft_wrap=True)
+    console.print("deviations per release: docs/versions.md", highlight=False, soft_wrap=True)
 
 
 app.command("serve")(serve)

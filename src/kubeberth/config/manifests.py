@@ -7,12 +7,17 @@ the scheduler itself needs (Node, Pod, PriorityClass, Namespace, PodDisruptionBu
 namespace), validates quantities eagerly so a bad ``cpu: 1x`` is reported at its line and not in
 the middle of a simulation, and keeps the documents of other known kinds (Kueue, PodGroup,
 workload controllers, DeschedulerPolicy, KubeSchedulerConfiguration, ...) raw for the layers that
-own them. It does not resolve references between objects (priority class names, queues): those
-belong to the layers that use them.
+own them. Objects of any other kind (Service, Secret, CRDs and their objects, ...) are kept too,
+so that ``kubeberth serve`` can serve them, and listed as read but not modelled
+(:meth:`Manifests.not_modelled`), so that no input is dropped without a word. An object named
+by ``generateName`` gets its name here, as the API server would name it. It does not resolve
+references between objects (priority class names, queues): those belong to the layers that use
+them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Iterable
@@ -28,6 +33,7 @@ from kubeberth.api.objects import (
     Pod,
     PodDisruptionBudget,
     PriorityClass,
+    class_priority,
 )
 from kubeberth.api.resources import node_allocatable, pod_requests, resource_map
 from kubeberth.api.validation import (
@@ -96,8 +102,13 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
 # The native Workload/PodGroup versions (PriorityClass's scheduling.k8s.io/v1 is not one).
 _WORKLOAD_API = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2",
                  "scheduling.k8s.io/v1alpha1")
-_EXPECTED_KINDS = "a kind kubeberth reads: " + ", ".join(
-    f"{kind} ({' or '.join(versions)})" for kind, versions in KNOWN_KINDS.items())
+_KNOWN_GROUPS = {v.rpartition("/")[0] for versions in KNOWN_KINDS.values() for v in versions}
+# Known kinds whose objects no layer reads from a bundle: named in the not-modelled note.
+_NOT_EXPANDED = {"StatefulSet": "its pods are not created from its template; give the pods"}
+# Upstream's generated-name suffix (names.SimpleNameGenerator, utilrand.String).
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_GENERATED_SUFFIX = 5
+_MAX_GENERATED_BASE = 63 - _GENERATED_SUFFIX
 
 
 @dataclass(slots=True)
@@ -119,8 +130,32 @@ class Manifests:
 
     def of_kind(self, *kinds: str) -> list[Document]:
         """The raw documents of the given kinds, in input order. ``Job`` means batch/v1: a
-        Volcano Job shares the kind name but is another object (:meth:`volcano_jobs`)."""
-        return [doc for doc in self.other if doc.kind in kinds and not _is_vcjob(doc)]
+        Volcano Job shares the kind name but is another object (:meth:`volcano_jobs`); a kind
+        of another API group that shares a name (a CRD's ``Queue``) is never returned."""
+        return [doc for doc in self.other
+                if doc.kind in kinds and _is_known(doc) and not _is_vcjob(doc)]
+
+    def not_modelled(self) -> list[dict[str, object]]:
+        """The objects read but not modelled, one entry per apiVersion and kind in input order:
+        ``{"apiVersion", "kind", "objects"}`` and, where kubeberth reads the kind only in part,
+        ``"note"``. The JSON outputs carry it as ``readNotModelled``."""
+        counts: dict[tuple[str, str], int] = {}
+        for doc in self.other:
+            if not _is_known(doc) or doc.kind in _NOT_EXPANDED:
+                key = (doc.api_version, doc.kind)
+                counts[key] = counts.get(key, 0) + 1
+        out: list[dict[str, object]] = []
+        for (api, kind), n in counts.items():
+            entry: dict[str, object] = {"apiVersion": api, "kind": kind, "objects": n}
+            if kind in _NOT_EXPANDED and _is_known_version(kind, api):
+                entry["note"] = _NOT_EXPANDED[kind]
+            out.append(entry)
+        return out
+
+    def modelled(self) -> list[Document]:
+        """The raw documents of the kinds and versions kubeberth reads, in input order (the
+        others are only kept and named, :meth:`not_modelled`)."""
+        return [doc for doc in self.other if _is_known(doc)]
 
     def volcano_jobs(self) -> list[Document]:
         """The raw ``batch.volcano.sh/v1alpha1`` Jobs, in input order."""
@@ -133,6 +168,33 @@ class Manifests:
 
 def _is_vcjob(doc: Document) -> bool:
     return doc.kind == "Job" and doc.data.get("apiVersion") == VOLCANO_JOB_API
+
+
+def _is_known_version(kind: str, api: object) -> bool:
+    return api in KNOWN_KINDS.get(kind, ())
+
+
+def _is_known(doc: Document) -> bool:
+    return _is_known_version(doc.kind, doc.data.get("apiVersion"))
+
+
+def _group(api: object) -> str:
+    return str(api).rpartition("/")[0]
+
+
+def describe_not_modelled(entries: list[dict[str, object]]) -> str:
+    """``Service v1 x2, StatefulSet apps/v1 (its pods ...)``: the entries in one line."""
+    parts = []
+    for e in entries:
+        count = f" x{e['objects']}" if e["objects"] != 1 else ""
+        note = f" ({e['note']})" if "note" in e else ""
+        parts.append(f"{e['kind']} {e['apiVersion']}{count}{note}")
+    return ", ".join(parts)
+
+
+def not_modelled_note(entries: list[dict[str, object]]) -> str | None:
+    """The one stderr line naming what was read but not modelled (None: nothing was)."""
+    return f"note: read but not modelled: {describe_not_modelled(entries)}" if entries else None
 
 
 def manifest_files(paths: str | Path | Iterable[str | Path]) -> list[str]:
@@ -157,13 +219,16 @@ def manifest_files(paths: str | Path | Iterable[str | Path]) -> list[str]:
     return files
 
 
-def load_manifests(paths: str | Path | Iterable[str | Path]) -> Manifests:
-    """Read and validate every object in ``paths``."""
+def load_manifests(paths: str | Path | Iterable[str | Path], *, seed: int = 0) -> Manifests:
+    """Read and validate every object in ``paths``; ``seed`` picks the names of objects given
+    by ``generateName`` (the same seed, the same names)."""
     out = Manifests()
     global_default: Document | None = None
+    names = _NameGenerator(seed)
     for name in manifest_files(paths):
         for doc in load_documents(name):
             kind = _check_kind(doc)
+            names.name(doc)
             if kind == "Pod":
                 pod = _pod(doc)
                 _remember(out, doc, kind, pod.metadata.namespace, pod.metadata.name)
@@ -191,11 +256,57 @@ def load_manifests(paths: str | Path | Iterable[str | Path]) -> Manifests:
                 pdb = _pdb(doc)
                 _remember(out, doc, kind, pdb.metadata.namespace, pdb.metadata.name)
                 out.pdbs.append(pdb)
-            elif doc.data.get("apiVersion") in _WORKLOAD_API:
+            elif _is_known(doc) and doc.api_version in _WORKLOAD_API:
                 out.workload_api.append(doc)
             else:
                 out.other.append(doc)
     return out
+
+
+def check_priority_class_names(m: Manifests) -> None:
+    """Each pod's priorityClassName names a PriorityClass of ``m`` or a system class, as the
+    API server's Priority admission requires, in its words. For inputs that hold the classes
+    of their pods (a bundle, not a workload file whose classes are in the cluster file)."""
+    classes = {pc.metadata.name: pc for pc in m.priority_classes}
+    for pod in m.pods:
+        name = pod.spec.priority_class_name
+        doc = m.origin("Pod", pod.metadata.name, pod.metadata.namespace)
+        if name and class_priority(name, classes) is None and doc is not None:
+            raise doc.error(f"no PriorityClass with name {name} was found",
+                            field="spec.priorityClassName",
+                            expected="the name of a PriorityClass in the manifests, "
+                            "system-cluster-critical or system-node-critical")
+
+
+class _NameGenerator:
+    """Names for objects given by ``generateName``, as the API server makes them: the prefix
+    (cut to 58 characters) and five characters of upstream's alphabet; drawn from a hash of the
+    seed and the draw's number instead of a random source, so that runs repeat."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.draws = 0
+        self.taken: set[tuple[str, str, str]] = set()
+
+    def name(self, doc: Document) -> None:
+        meta = doc.data.get("metadata")
+        if not isinstance(meta, dict) or meta.get("name") or not meta.get("generateName"):
+            return
+        prefix = str(meta["generateName"])[:_MAX_GENERATED_BASE]
+        namespace = str(meta.get("namespace") or "")
+        while True:
+            self.draws += 1
+            digest = int.from_bytes(hashlib.sha256(
+                f"{self.seed}/{self.draws}/{prefix}".encode()).digest(), "big")
+            chars = []
+            for _ in range(_GENERATED_SUFFIX):
+                digest, i = divmod(digest, len(_NAME_ALPHABET))
+                chars.append(_NAME_ALPHABET[i])
+            key = (doc.kind, namespace, prefix + "".join(chars))
+            if key not in self.taken:
+                break
+        self.taken.add(key)
+        meta["name"] = key[2]
 
 
 def pod_timing(pod: Pod) -> tuple[float, float | None]:
@@ -231,15 +342,23 @@ def _seconds(raw: str, annotation: str) -> float:
 def _check_kind(doc: Document) -> str:
     kind = doc.data.get("kind")
     if not isinstance(kind, str) or not kind:
-        raise doc.error("the object has no kind", field="kind", expected=_EXPECTED_KINDS)
-    versions = KNOWN_KINDS.get(kind)
-    if versions is None:
-        raise doc.error(f"unknown kind {kind!r}", field="kind", expected=_EXPECTED_KINDS)
+        raise doc.error("the object has no kind", field="kind",
+                        expected="a kind such as Pod, Node or Deployment")
+    versions = KNOWN_KINDS.get(kind, ())
     api = doc.data.get("apiVersion")
-    if api not in versions:
+    if not isinstance(api, str) or not api:
         shown = f"apiVersion {api!r}" if api is not None else "no apiVersion"
         raise doc.error(f"{kind} has {shown}", field="apiVersion",
-                        expected="apiVersion: " + " or ".join(versions))
+                        expected="apiVersion: " + " or ".join(versions) if versions
+                        else "an apiVersion such as v1 or example.com/v1")
+    if versions and api not in versions and _group(api) in _KNOWN_GROUPS:
+        # Another group's kind of the same name (a CRD's Queue) is not ours: kept, noted.
+        expected = "apiVersion: " + " or ".join(versions)
+        if _group(api) in {_group(v) for v in versions}:
+            raise doc.error(f"kubeberth does not read version {api.rpartition('/')[2]!r} of "
+                            f"{kind} ({api})", field="apiVersion",
+                            expected=f"a version kubeberth reads, {expected}")
+        raise doc.error(f"{kind} has apiVersion {api!r}", field="apiVersion", expected=expected)
     with doc.located():
         check_shape(doc.data)
     return kind

@@ -38,6 +38,7 @@ from kubeberth.api.objects import (
 )
 from kubeberth.api.resources import pod_requests
 from kubeberth.api.selectors import compile_label_selector
+from kubeberth.api.validation import check_labels, validate_pod_spec
 from kubeberth.api.workloads import Deployment, Job, PodTemplateSpec, ReplicaSet, Replicated
 from kubeberth.config.manifests import (
     ANNOTATION_ARRIVAL,
@@ -167,6 +168,8 @@ def _check_template(doc: Document, template: PodTemplateSpec, allowed_restart: t
                         expected=" or ".join(allowed_restart))
     probe = Pod(metadata=template.metadata, spec=template.spec)
     with doc.located(under="spec.template"):
+        check_labels(template.metadata.labels, "metadata.labels")
+        validate_pod_spec(template.spec)
         pod_requests(probe)
         pod_timing(probe)
 

@@ -230,18 +230,22 @@ def join_path(base: str, path: str) -> str:
 
 
 _INDEX = re.compile(r"\[(\d+)\]")
+_KEY = re.compile(r"\[([^\]]+)\]")
 
 
 def _step(rest: str, keys: Iterable[object]) -> tuple[int | str, str] | None:
     """The first step of a path (its leading dot stripped) and what follows: ``[i]`` as the
-    index, else the mapping key it names; None when it names neither.
+    index, ``[key]`` or a leading key as the mapping key it names; None when it names neither.
 
     Mapping keys may contain dots (``nvidia.com/gpu``, ``app.kubernetes.io/name``), so the
     longest of ``keys`` that prefixes the path wins.
     """
     if rest[0] == "[":
         m = _INDEX.match(rest)
-        return None if m is None else (int(m[1]), rest[m.end():])
+        if m is not None:
+            return int(m[1]), rest[m.end():]
+        m = _KEY.match(rest)  # upstream writes map keys so: requests[nvidia.com/gpu]
+        return (m[1], rest[m.end():]) if m is not None and m[1] in set(keys) else None
     best = ""
     for key in keys:
         if (isinstance(key, str) and key and rest.startswith(key)

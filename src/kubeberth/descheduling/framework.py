@@ -134,7 +134,7 @@ def _priority(pod: Pod, classes: Mapping[str, PriorityClass]) -> int | None:
             return SYSTEM_CRITICAL_PRIORITY
         if name == "system-node-critical":
             return SYSTEM_CRITICAL_PRIORITY + 1000
-        raise InputError(f"pod {pod.key} names PriorityClass {name!r}, which does not exist",
+        raise InputError(f"pod {pod.key}: no PriorityClass with name {name} was found",
                          field="spec.priorityClassName",
                          expected="the name of a PriorityClass in the manifests")
     for pc in classes.values():

@@ -109,10 +109,14 @@ class _Decoder(FieldReader):
         return value
 
     def policy(self) -> DeschedulerPolicy:
+        # The version first: a v1alpha1 policy's "strategies" is not a misspelt field.
+        api = self.doc.data.get("apiVersion") if isinstance(self.doc.data, dict) else None
+        if api != API_VERSION:
+            raise self.fail(f"kubeberth does not read {KIND} version {api!r}", "apiVersion",
+                            f"apiVersion: {API_VERSION}, the version descheduler 0.36 reads "
+                            "(v1alpha1 policies, with strategies, are no longer served; "
+                            "descheduler's docs show their v1alpha2 form)")
         data = self.mapping(self.doc.data, "", _TOP_FIELDS)
-        if data.get("apiVersion") != API_VERSION:
-            raise self.fail(f"{KIND} has apiVersion {data.get('apiVersion')!r}", "apiVersion",
-                            f"apiVersion: {API_VERSION} (v1alpha1 policies are no longer served)")
         selector = data.get("nodeSelector")
         if selector is not None:
             selector = self.string(selector, "nodeSelector")

@@ -77,6 +77,7 @@ from kubeberth.api import objects as kb
 from kubeberth.api.errors import InputError
 from kubeberth.api.quantity import format_milli
 from kubeberth.api.times import format_time, parse_time
+from kubeberth.config.kueue_versions import V1BETA1, convert
 from kubeberth.config.manifests import Manifests, decode_object
 from kubeberth.config.workload_api import load_workload_api
 from kubeberth.config.yamlsrc import Document, Source
@@ -718,18 +719,10 @@ class LiveAdmission(Controller[AdmissionMetrics]):
         labels = first["metadata"].get("labels") or {}
         spec: Obj = {"queueName": wl.queue_name, "podSets": podsets, "priority": wl.priority}
         if wl.priority_class:
-            source = (WORKLOAD_PRIORITY_CLASS_SOURCE if labels.get(PRIORITY_CLASS_LABEL)
-                      else POD_PRIORITY_CLASS_SOURCE)
-            if self.version == "v1beta1":
-                spec["priorityClassName"] = wl.priority_class
-                spec["priorityClassSource"] = source
-            else:
-                spec["priorityClassRef"] = {
-                    "group": GROUP if source == WORKLOAD_PRIORITY_CLASS_SOURCE else
-                    "scheduling.k8s.io",
-                    "kind": "WorkloadPriorityClass" if source ==
-                    WORKLOAD_PRIORITY_CLASS_SOURCE else "PriorityClass",
-                    "name": wl.priority_class}
+            spec["priorityClassName"] = wl.priority_class
+            spec["priorityClassSource"] = (WORKLOAD_PRIORITY_CLASS_SOURCE
+                                           if labels.get(PRIORITY_CLASS_LABEL)
+                                           else POD_PRIORITY_CLASS_SOURCE)
         refs = [{"apiVersion": o["apiVersion"], "kind": o["kind"],
                  "name": o["metadata"]["name"], "uid": o["metadata"].get("uid"),
                  "controller": o is first, "blockOwnerDeletion": True} for o in owners]
@@ -737,8 +730,9 @@ class LiveAdmission(Controller[AdmissionMetrics]):
                      "labels": {f"{GROUP}/job-uid": str(first["metadata"].get("uid", ""))}}
         if wl.source == "PodGroup":
             meta["labels"] = {}
-        return {"apiVersion": f"{GROUP}/{self.version}", "kind": "Workload",
-                "metadata": meta, "spec": spec}
+        # Built in v1beta1's words, written in the served version (Kueue's conversion).
+        return convert({"apiVersion": V1BETA1, "kind": "Workload", "metadata": meta,
+                        "spec": spec}, f"{GROUP}/{self.version}")
 
     # Finished, evicted and started workloads (the jobframework reconciler).
 

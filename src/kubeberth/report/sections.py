@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from kubeberth.config.manifests import describe_not_modelled
 from kubeberth.report.figures import colour, figure, log_y, steps, svg_figure, time_panel, time_unit
 from kubeberth.report.html import Block, Details, Paragraph, Report, Section, Table
-from kubeberth.report.output import REPORT_FILE, summary_rows
+from kubeberth.report.output import EVICTION_COLUMNS, EVICTIONS_FILE, REPORT_FILE, summary_rows
 from kubeberth.report.queues import queue_section
 from kubeberth.report.runs import Run, load_run, write_html
 from kubeberth.report.spill_timeline import spill_section
@@ -51,7 +52,10 @@ def per_interval(cumulative: np.ndarray) -> np.ndarray:
 
 def run_metadata(run: Run) -> Section:
     s = run.summary
-    rows: list[tuple[str, str]] = [(str(k), str(v)) for k, v in s["run"].items()]
+    rows: list[tuple[str, str]] = [(str(k), str(v)) for k, v in s["run"].items()
+                                   if k != "readNotModelled"]
+    if s["run"].get("readNotModelled"):
+        rows.append(("read but not modelled", describe_not_modelled(s["run"]["readNotModelled"])))
     rows.append(("simulated time (s)", f"{s['simulatedSeconds']:.0f}"))
     if "decisions" in s:
         rows.append(("scheduling cycles", str(s["decisions"])))
@@ -156,16 +160,34 @@ def waits(run: Run) -> Section:
     ])
 
 
+def _eviction_counts(run: Run) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """Evictions (the descheduler's, spill's, Kueue's) from evictions.csv: cumulative allowed
+    evictions at each sample, and the totals summary.json's ``evictions`` counts."""
+    table = run.table(EVICTIONS_FILE, EVICTION_COLUMNS)
+    if table is None or not len(table) or "evictions" in run.series:
+        return {}, {}
+    allowed = table.num("allowed") > 0
+    times = np.sort(table.num("time")[allowed])
+    cumulative = np.searchsorted(times, run.series.num("time"), side="right").astype(float)
+    totals = {"evictions": int(allowed.sum())}
+    if refused := int((~allowed).sum()):
+        totals["evictions refused"] = refused
+    return {"evictions": cumulative}, totals
+
+
 def disruptions(run: Run) -> Section:
-    cols = [c for c in DISRUPTION_COLUMNS if c in run.series]
+    """Every pod pushed off its node: preemptions and evictions, counted as summary.json counts
+    them (the totals come from the events, not from the last sample)."""
+    series = {c: run.series.num(c) for c in DISRUPTION_COLUMNS if c in run.series}
+    totals = {c: int(np.nan_to_num(v)[-1]) if len(run.series) else 0 for c, v in series.items()}
+    evicted, eviction_totals = _eviction_counts(run)
+    series.update(evicted)
+    totals.update(eviction_totals)
     x, xlabel = time_axis(run)
     blocks: list[Block] = []
-    totals = {c: int(np.nan_to_num(run.series.num(c))[-1]) if len(run.series) else 0
-              for c in cols}
     if any(totals.values()):
         with figure(cols=2) as (fig, (left, right)):
-            for i, c in enumerate(cols):
-                cum = run.series.num(c)
+            for i, (c, cum) in enumerate(series.items()):
                 left.plot(*steps(x, cum), label=c, drawstyle="steps-post", color=colour(i + 3))
                 right.plot(*steps(x, per_interval(cum)), label=c, drawstyle="steps-post",
                            color=colour(i + 3), linewidth=1.0)

@@ -121,9 +121,9 @@ def _job_key(pod: Pod) -> str | None:
 def _managed_jobs(extras: Manifests) -> set[str]:
     """Jobs Kueue manages: batch/v1 Jobs labelled with a queue name."""
     out: set[str] = set()
-    for doc in extras.other:
+    for doc in extras.of_kind("Job"):
         meta = doc.data.get("metadata")
-        if doc.kind != "Job" or not isinstance(meta, dict):
+        if not isinstance(meta, dict):
             continue
         labels = meta.get("labels")
         if isinstance(labels, dict) and labels.get(QUEUE_LABEL):
@@ -134,7 +134,7 @@ def _managed_jobs(extras: Manifests) -> set[str]:
 def has_kueue_objects(extras: Manifests) -> bool:
     """Whether the input declares any Kueue object (Kueue is then considered installed)."""
     return any(str(doc.data.get("apiVersion", "")).startswith(KUEUE_GROUPS)
-               for doc in extras.other)
+               for doc in extras.modelled())
 
 
 class AdmissionDriver:

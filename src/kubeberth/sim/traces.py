@@ -505,7 +505,7 @@ class _Role:
     owners: list[Owner] = field(default_factory=list)
 
 
-def _load_role(paths: Sequence[str | os.PathLike[str]], cluster: bool) -> _Role:
+def _load_role(paths: Sequence[str | os.PathLike[str]], cluster: bool, seed: int) -> _Role:
     role = _Role(nodes=[], pods=[], extras=Manifests(), names=[], sources=[])
     manifest_paths: list[Path] = []
     for raw in paths:
@@ -530,7 +530,7 @@ def _load_role(paths: Sequence[str | os.PathLike[str]], cluster: bool) -> _Role:
                 else:
                     role.pods.extend(_parse_pods(text, source))
     if manifest_paths:
-        m = load_manifests(manifest_paths)
+        m = load_manifests(manifest_paths, seed=seed)
         for vcjob in m.volcano_jobs():
             raise vcjob.error("Volcano Jobs are not simulated yet", field="apiVersion",
                             expected="batch/v1 Jobs here; run Volcano Jobs through kubeberth "
@@ -583,23 +583,25 @@ def _merge_extras(a: Manifests, b: Manifests) -> Manifests:
 
 
 def load_workload(cluster: Sequence[str | os.PathLike[str]] | None,
-                  workload: Sequence[str | os.PathLike[str]] | None) -> Scenario:
+                  workload: Sequence[str | os.PathLike[str]] | None, *,
+                  seed: int = 0) -> Scenario:
     """Combine a cluster (node lists or manifests with Nodes) and a workload (pod lists or Pod
-    manifests); either left out (None or empty) is the bundled openb data.
+    manifests); either left out (None or empty) is the bundled openb data. ``seed`` names the
+    objects given by ``generateName``.
 
     Nodes keep input order with openb lists before manifests of the same side; pods from
     cluster manifests (objects already running) come before the workload's pods."""
     if not cluster and not workload:
         return default_workload()
     if cluster:
-        c = _load_role(cluster, cluster=True)
+        c = _load_role(cluster, cluster=True, seed=seed)
     else:
         c = _Role(nodes=bundled_nodes(), pods=[], extras=Manifests(), names=[],
                   sources=[_BUNDLED_CLUSTER])
     cluster_src = ", ".join(c.sources)
     _check_unique(((n.metadata.name, cluster_src) for n in c.nodes), "node")
     if workload:
-        w = _load_role(workload, cluster=False)
+        w = _load_role(workload, cluster=False, seed=seed + 1)
     else:
         w = _Role(nodes=[], pods=bundled_pods(), extras=Manifests(), names=[],
                   sources=[_BUNDLED_PODS])

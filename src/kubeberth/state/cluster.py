@@ -196,7 +196,7 @@ def resolve_priority(pod: Pod, classes: dict[str, PriorityClass]) -> int:
     name = pod.spec.priority_class_name
     value = class_priority(name, classes)
     if value is None:
-        raise InputError(f"pod {pod.key} names PriorityClass {name!r}, which does not exist",
+        raise InputError(f"pod {pod.key}: no PriorityClass with name {name} was found",
                          field="spec.priorityClassName",
                          expected="the name of a PriorityClass in the manifests")
     return value

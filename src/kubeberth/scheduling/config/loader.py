@@ -15,6 +15,7 @@ decide in kubeberth.
 from __future__ import annotations
 
 import base64
+import difflib
 import re
 from pathlib import Path
 from typing import Any
@@ -254,7 +255,22 @@ class _Decoder(FieldReader):
         )
         for j, entry in enumerate(self.sequence(data.get("pluginConfig"), f"{path}.pluginConfig")):
             self.plugin_config(profile, entry, f"{path}.pluginConfig[{j}]")
+        for j, name in enumerate(profile.plugin_config):
+            self.configured_plugin_enabled(profile, name, f"{path}.pluginConfig[{j}].name")
         return profile
+
+    def configured_plugin_enabled(self, profile: Profile, name: str, path: str) -> None:
+        """Args for a plugin the profile does not run are an error (upstream ignores them, so a
+        misspelt name silently drops the user's tuning; docs/scheduler.md says so)."""
+        enabled = sorted({ref.name for point in profile.plugins.values() for ref in point.enabled})
+        if name in enabled:
+            return
+        close = difflib.get_close_matches(name, enabled, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        shown = profile.scheduler_name or DEFAULT_SCHEDULER_NAME
+        raise self.fail(f"profile {shown!r} has pluginConfig for plugin {name!r}, which it does "
+                        f"not enable{hint}", path,
+                        "args only for a plugin the profile enables: " + ", ".join(enabled))
 
     def plugins(self, value: Any, path: str) -> dict[str, PluginSet]:
         data = self.mapping(value, path, PLUGIN_SET_KEYS)
