@@ -42,6 +42,7 @@ from kubeberth.cli.snapshot import snapshot_command
 from kubeberth.cli.spill import SpillConfigOpt, spill_app, spill_config
 from kubeberth.cli.spill_controller import spill_controller_command
 from kubeberth.cli.up import up_command
+from kubeberth.cli.whatif import whatif_command
 from kubeberth.config.manifests import load_manifests
 from kubeberth.scheduling.config.loader import load_scheduler_config
 from kubeberth.scheduling.config.types import SchedulerConfiguration
@@ -262,6 +263,7 @@ app.command("descheduler")(descheduler_command)
 app.command("spill-controller")(spill_controller_command)
 app.command("up")(up_command)
 app.command("snapshot")(snapshot_command)
+app.command("whatif")(whatif_command)
 
 
 def main() -> None:
