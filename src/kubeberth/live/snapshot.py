@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,6 +121,24 @@ def _resource(kind: Kind, version: str) -> type[Resource]:
     return make(kind.group, version, kind.kind, kind.plural)
 
 
+# Answers a client retries, as client-go does: a CRD's storage still initializing (429), an API
+# server starting or overloaded (503); at most this many times, RETRY_DELAY seconds apart.
+RETRIES = 20
+RETRY_DELAY = 0.5
+
+
+def _list_retrying(http: GenericSyncClient, res: type[Resource], ns: str | None) -> list[Obj]:
+    attempts = 1
+    while True:
+        try:
+            return list_objects(http, res, ns)
+        except ApiError as err:
+            if err.status.code not in (429, 503) or attempts >= RETRIES:
+                raise
+            attempts += 1
+            time.sleep(RETRY_DELAY)
+
+
 def _read_kind(http: GenericSyncClient, kind: Kind,
                namespaces: list[str] | None) -> list[Obj] | None:
     """Every object of ``kind`` (in ``namespaces``), at the first version the server serves;
@@ -133,7 +152,7 @@ def _read_kind(http: GenericSyncClient, kind: Kind,
         try:
             items: list[Obj] = []
             for ns in scopes:
-                items.extend(list_objects(http, res, ns))
+                items.extend(_list_retrying(http, res, ns))
         except ApiError as err:
             if err.status.code == 404:
                 continue
