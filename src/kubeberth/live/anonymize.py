@@ -4,8 +4,9 @@ Names of nodes, namespaces, pods, owners, queues, flavors, priority classes and 
 ``<category>-<n>`` and every reference to them (``spec.nodeName``, ownerReferences, a
 LocalQueue's ClusterQueue, a Workload's admission, the Kueue and gang labels, ...) follows the
 same map, so the snapshot makes the same decisions as the original. Label keys and values are
-replaced consistently too, everywhere a label is written or selected (labels, nodeSelector,
-matchLabels, matchExpressions, a flavor's nodeLabels), except the keys whose meaning the
+replaced consistently too, everywhere a label is written, selected or named (labels,
+nodeSelector, matchLabels, matchExpressions, matchLabelKeys, topologyKey, a flavor's nodeLabels,
+a Topology's levels), except the keys whose meaning the
 scheduler relies on: Kubernetes' own (``*kubernetes.io/*``, ``*k8s.io/*``), Kueue's,
 kubeberth's and NVIDIA's GPU labels (``nvidia.com/gpu.*``) keep key and value, and
 ``kubernetes.io/hostname`` maps its value with the node names. Annotations other than
@@ -101,8 +102,17 @@ class Anonymizer:
         for k, v in value.items():
             if k in _LABEL_MAPS and isinstance(v, dict):
                 out[k] = self.labels({str(a): str(b) for a, b in v.items()})
-            elif k in ("matchExpressions", "matchFields") and isinstance(v, list):
+            elif k == "matchExpressions" and isinstance(v, list):
                 out[k] = [self.expression(e) if isinstance(e, dict) else e for e in v]
+            elif k == "matchFields" and isinstance(v, list):  # metadata.name: a node's name
+                out[k] = [{**e, "values": [self.name("node", str(n))
+                                           for n in e.get("values") or []]}
+                          if isinstance(e, dict) and e.get("key") == "metadata.name" else e
+                          for e in v]
+            elif k in ("matchLabelKeys", "mismatchLabelKeys") and isinstance(v, list):
+                out[k] = [self.label_key(str(key)) for key in v]
+            elif k in ("topologyKey", "nodeLabel") and isinstance(v, str):
+                out[k] = self.label_key(v)
             else:
                 out[k] = self.selectors(v)
         return out
