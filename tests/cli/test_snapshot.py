@@ -175,3 +175,45 @@ def test_bad_input_exits_2_naming_the_flag(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["snapshot", "--namespace", "Not_A_Name", "--out-dir",
                                       str(tmp_path / "snap")])
     assert result.exit_code == 2 and "--namespace" in result.output
+
+
+CONFIG_MAPS = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: kube-scheduler-config, namespace: kube-system}
+data:
+  notes.txt: "not a configuration"
+  config.yaml: |
+    apiVersion: kubescheduler.config.k8s.io/v1
+    kind: KubeSchedulerConfiguration
+    profiles:
+    - schedulerName: default-scheduler
+      pluginConfig:
+      - name: NodeResourcesFit
+        args: {scoringStrategy: {type: MostAllocated}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: kueue-manager-config, namespace: kueue-system}
+data:
+  controller_manager_config.yaml: |
+    apiVersion: config.kueue.x-k8s.io/v1beta1
+    kind: Configuration
+    manager: {}
+    fairSharing: {enable: true}
+"""
+
+
+def test_configurations_are_found_in_their_config_maps(serve: Any, tmp_path: Path) -> None:
+    maps = tmp_path / "maps.yaml"
+    maps.write_text(CONFIG_MAPS)
+    served = serve(EXAMPLES / "gpu" / "cluster.yaml", maps)
+    out = snapshot(served, tmp_path / "snap").stdout
+    assert "kube-system/kube-scheduler-config:config.yaml" in out
+    config = tmp_path / "snap" / "config" / "scheduler-config.yaml"
+    assert "MostAllocated" in config.read_text()
+    kueue = tmp_path / "snap" / "24-configuration.config.kueue.x-k8s.io.yaml"
+    assert "fairSharing: {enable: true}" in kueue.read_text()
+    mostly = decisions("-f", str(tmp_path / "snap"), "--config", str(config))
+    assert mostly != decisions("-f", str(tmp_path / "snap"))
+    run("admit", "-f", str(tmp_path / "snap"))

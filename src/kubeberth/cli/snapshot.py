@@ -112,6 +112,8 @@ def snapshot_command(
     else:
         out.print("no scheduler configuration found (the default profile applies; "
                   "--scheduler-config names one)")
+    if snap.kueue_config is not None:
+        out.print(f"Kueue configuration from {snap.kueue_config_from}")
     if anonymize:
         out.print(f"anonymization map: {mapping_file or mapping_path(out_dir)} (mode 0600)")
 

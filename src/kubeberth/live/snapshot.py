@@ -93,6 +93,11 @@ SCHEDULER_CONFIG_MAPS: tuple[tuple[str, str], ...] = (
     ("kubeberth-system", "kubeberth-scheduler-config"),  # `kubeberth manifests`
 )
 
+# Where Kueue's manager keeps its Configuration (Kueue's install manifests and Helm chart).
+KUEUE_CONFIG_MAPS: tuple[tuple[str, str], ...] = (("kueue-system", "kueue-manager-config"),)
+# Its file in a snapshot: numbered after every kind, so a directory load reads it as one.
+KUEUE_CONFIG_FILE = f"{len(KINDS):02d}-configuration.config.kueue.x-k8s.io.yaml"
+
 # Server-populated metadata the loaders must not see: identity and bookkeeping of one server.
 _DROPPED_META = ("managedFields", "resourceVersion", "uid", "generation", "selfLink",
                  "deletionGracePeriodSeconds")
@@ -108,6 +113,8 @@ class Snapshot:
     skipped: list[str] = field(default_factory=list)
     scheduler_config: str | None = None
     scheduler_config_from: str = ""
+    kueue_config: str | None = None  # Kueue's Configuration, as found in its ConfigMap
+    kueue_config_from: str = ""
 
 
 Progress = Callable[[str], None]
@@ -166,7 +173,8 @@ def read_cluster(client: Client, namespaces: list[str] | None = None,
     """List every kind of :data:`KINDS`. With ``namespaces``, namespaced objects come from
     those namespaces only, except the pods bound to a node elsewhere: they hold capacity.
     An unreachable server or an answer other than a list or a 404 is an InputError.
-    ``find_config``: also look for the scheduler's configuration (:data:`SCHEDULER_CONFIG_MAPS`)."""
+    ``find_config``: also look for the scheduler's configuration (:data:`SCHEDULER_CONFIG_MAPS`);
+    Kueue's Configuration is always looked for (:data:`KUEUE_CONFIG_MAPS`)."""
     http: GenericSyncClient = client._client
     snap = Snapshot()
     for kind in KINDS:
@@ -184,12 +192,15 @@ def read_cluster(client: Client, namespaces: list[str] | None = None,
         if namespaces is not None:
             items = [o for o in items if _in_scope(kind, o, namespaces)]
         snap.objects[kind] = _sorted(kind, [strip(o) for o in items], items)
+    if progress is not None:
+        progress("configuration ConfigMaps")
     if find_config:
-        if progress is not None:
-            progress("the scheduler's ConfigMap")
-        found = scheduler_config_from_maps(client)
+        found = config_from_maps(client, SCHEDULER_CONFIG_MAPS, "KubeSchedulerConfiguration")
         if found is not None:
             snap.scheduler_config, snap.scheduler_config_from = found
+    kueue = config_from_maps(client, KUEUE_CONFIG_MAPS, "Configuration")
+    if kueue is not None:
+        snap.kueue_config, snap.kueue_config_from = kueue
     return snap
 
 
@@ -237,26 +248,28 @@ def strip(obj: Obj) -> Obj:
     return out
 
 
-def scheduler_config_from_maps(client: Client) -> tuple[str, str] | None:
-    """(YAML, "namespace/name:key") of the first KubeSchedulerConfiguration found in
-    :data:`SCHEDULER_CONFIG_MAPS`, or None."""
+def config_from_maps(client: Client, places: tuple[tuple[str, str], ...],
+                     kind: str) -> tuple[str, str] | None:
+    """(YAML, "namespace/name:key") of the first value holding a ``kind`` document in the
+    ConfigMaps ``places`` (namespace, name), or None. A ConfigMap that is absent or that the
+    credentials may not read is passed over."""
     from lightkube.resources.core_v1 import ConfigMap
 
-    for namespace, name in SCHEDULER_CONFIG_MAPS:
+    for namespace, name in places:
         try:
             cm = client.get(ConfigMap, name, namespace=namespace)
         except ApiError as err:
             if err.status.code in (403, 404):
                 continue
             raise InputError(f"cannot read ConfigMap {namespace}/{name}: {err}",
-                             field="--scheduler-config",
-                             expected="a readable ConfigMap, or --scheduler-config FILE") from None
+                             field="--kubeconfig",
+                             expected="a reachable API server") from None
         for key, text in sorted((cm.data or {}).items()):
             try:
                 doc = yaml.safe_load(text)
             except yaml.YAMLError:
                 continue
-            if isinstance(doc, dict) and doc.get("kind") == "KubeSchedulerConfiguration":
+            if isinstance(doc, dict) and doc.get("kind") == kind:
                 return text, f"{namespace}/{name}:{key}"
     return None
 
@@ -282,12 +295,14 @@ def file_name(index: int, kind: Kind) -> str:
 
 
 def files(snap: Snapshot) -> dict[str, str]:
-    """File name -> YAML of every kind read that has objects."""
+    """File name -> YAML of every kind read that has objects, and of Kueue's Configuration."""
     out: dict[str, str] = {}
     for i, kind in enumerate(KINDS):
         objs = snap.objects.get(kind) or []
         if objs:
             out[file_name(i, kind)] = "---\n".join(dump_object(o) for o in objs)
+    if snap.kueue_config is not None:
+        out[KUEUE_CONFIG_FILE] = snap.kueue_config
     return out
 
 
