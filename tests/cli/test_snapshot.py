@@ -217,3 +217,63 @@ def test_configurations_are_found_in_their_config_maps(serve: Any, tmp_path: Pat
     mostly = decisions("-f", str(tmp_path / "snap"), "--config", str(config))
     assert mostly != decisions("-f", str(tmp_path / "snap"))
     run("admit", "-f", str(tmp_path / "snap"))
+
+
+OWNED = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: default, resources: [{name: cpu, nominalQuota: 4}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: team}
+spec: {clusterQueue: cq}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: etl, namespace: team, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, resources: {requests: {cpu: "3"}}}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Workload
+metadata:
+  name: job-etl-7f3a2
+  namespace: team
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: etl, controller: true}]
+spec:
+  queueName: main
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: c, resources: {requests: {cpu: "3"}}}]}}
+status:
+  admission:
+    clusterQueue: cq
+    podSetAssignments: [{name: main, flavors: {cpu: default}, count: 1}]
+"""
+
+
+def test_a_workload_and_the_job_it_was_made_for_are_one(tmp_path: Path) -> None:
+    """A cluster dump holds Kueue's Workload and its Job: admitting both would count the
+    Job's 3 CPUs twice on a queue of 4."""
+    path = tmp_path / "dump.yaml"
+    path.write_text(OWNED)
+    rows = json.loads(run("admit", "-f", str(path), "-o", "json").stdout)["workloads"]
+    assert [(w["name"], w["state"]) for w in rows] == [("team/job-etl-7f3a2", "Admitted")]
