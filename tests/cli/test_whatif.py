@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.cli.test_snapshot import Served, run, serve, snapshot
+from tests.paths import EXAMPLES
 from typer.testing import CliRunner
 
 from kubeberth.cli.main import app
@@ -182,3 +184,24 @@ def test_bad_input_exits_2(tmp_path: Path) -> None:
                                  str(cluster)])
     assert result.exit_code == 2 and "--kueue" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_snapshot_scheduler_configuration_is_used(tmp_path: Path) -> None:
+    """``config/scheduler-config.yaml`` in the folder is read (a broken one is reported as
+    that file's error) unless --config names another."""
+    snap = tmp_path / "snap"
+    shutil.copytree(EXAMPLES / "whatif" / "snap", snap)
+    (snap / "config").mkdir()
+    (snap / "config" / "scheduler-config.yaml").write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles: [{schedulerName: default-scheduler, plugins: {score: {enabled: "
+        "[{name: NoSuchPlugin}]}}}]\n")
+    job = EXAMPLES / "whatif" / "job.yaml"
+    result = CliRunner().invoke(app, ["whatif", "-f", str(snap), "--add", str(job)])
+    assert result.exit_code == 2 and "scheduler-config.yaml" in result.output
+    assert "NoSuchPlugin" in result.output
+    good = tmp_path / "sched.yaml"
+    good.write_text("apiVersion: kubescheduler.config.k8s.io/v1\n"
+                    "kind: KubeSchedulerConfiguration\n")
+    assert whatif("-f", str(snap), "--add", str(job), "--config", str(good))["added"][
+        "admitted"] is True

@@ -282,6 +282,9 @@ class Informer:
             return None
 
 
+PAGE_SIZE = 500  # kubectl's --chunk-size default
+
+
 def list_request(http: GenericSyncClient, resource: type[Resource], namespace: str | None,
                  params: dict[str, Any], *, watch: bool = False,
                  stream: bool = False) -> httpx.Response:
@@ -301,10 +304,10 @@ def list_request(http: GenericSyncClient, resource: type[Resource], namespace: s
 
 def list_objects(http: GenericSyncClient, resource: type[Resource],
                  namespace: str | None) -> list[Obj]:
-    """Every object of one list, page after page (items without apiVersion and kind, as
-    served)."""
+    """Every object of one list, in pages of :data:`PAGE_SIZE` as kubectl reads them (items
+    without apiVersion and kind, as served)."""
     items: list[Obj] = []
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = {"limit": PAGE_SIZE}
     while True:
         page = _PAGE.decode(list_request(http, resource, namespace, dict(params)).content)
         items.extend(page.items or ())
