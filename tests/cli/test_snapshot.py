@@ -217,6 +217,12 @@ def test_configurations_are_found_in_their_config_maps(serve: Any, tmp_path: Pat
     mostly = decisions("-f", str(tmp_path / "snap"), "--config", str(config))
     assert mostly != decisions("-f", str(tmp_path / "snap"))
     run("admit", "-f", str(tmp_path / "snap"))
+    snapshot(served, tmp_path / "anon", "--anonymize")
+    anon_config = tmp_path / "anon" / "config" / "scheduler-config.yaml"
+    nodes = json.loads((tmp_path / "anon.mapping.json").read_text())["node"]
+    assert [d[1:3] for d in decisions("-f", str(tmp_path / "anon"), "--config",
+                                      str(anon_config))] == [(r, nodes.get(n, n))
+                                                             for _, r, n, _ in mostly]
 
 
 OWNED = """\

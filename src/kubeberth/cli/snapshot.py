@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -93,6 +94,9 @@ def snapshot_command(
             anon = Anonymizer()
             for kind in KINDS:
                 snap.objects[kind] = [anon.object(o) for o in snap.objects.get(kind) or []]
+            if config_text is not None:  # label keys in args (spread constraints, affinity)
+                config_text = yaml.safe_dump(anon.selectors(yaml.safe_load(config_text)),
+                                             sort_keys=False)
             mapping = anon.mapping
         written = files(snap)
         _write(out_dir, written, config_text)
