@@ -32,7 +32,7 @@ BLOCK = re.compile(r"^```(sh|console|bash)[ \t]*\n(.*?)^```", re.S | re.M)
 SEPARATORS = {"&&", "||", "|", ";", "&"}
 # Subcommands that finish in a few seconds on the examples and touch only files given to them.
 RUNNABLE = {("explain",), ("admit",), ("deschedule",), ("manifests",), ("simulate",),
-            ("spill", "sweep")}
+            ("spill", "sweep"), ("whatif",)}
 
 
 @dataclass(frozen=True)

@@ -904,19 +904,37 @@ def created_pod_workload(pod: Pod, objs: KueueObjects,
     return _plain_pod_workload(pod, objs, _pc_values(classes), _global_default(classes))
 
 
+def _owned_by_workloads(manifests: Manifests) -> set[tuple[str, str, str]]:
+    """(kind, namespace, name) of each Job and Pod a Workload in the input names as its owner:
+    Kueue made that Workload for it (a cluster dump, such as ``kubeberth snapshot``, holds
+    both), so the object is not turned into a second one."""
+    owned: set[tuple[str, str, str]] = set()
+    for doc in manifests.of_kind("Workload"):
+        if not str(doc.data.get("apiVersion", "")).startswith("kueue.x-k8s.io/"):
+            continue
+        meta = doc.data.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or []:
+            if isinstance(ref, dict) and ref.get("kind") in ("Job", "Pod"):
+                owned.add((str(ref["kind"]), _namespace(doc), str(ref.get("name"))))
+    return owned
+
+
 def _pod_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int],
-                   default_priority: int) -> list[Workload]:
+                   default_priority: int,
+                   skipped: set[tuple[str, str, str]]) -> list[Workload]:
     """Plain pods (one Workload each) and pod groups (one Workload per complete group), as
-    Kueue's pod integration builds them; incomplete groups are recorded, not queued. A group
-    is named by the pod-group-name label or, following the "Bring your own podGroup" proposal
-    (KEP-13150), by ``spec.schedulingGroup`` naming a native gang PodGroup."""
+    Kueue's pod integration builds them, except the pods a Workload of the input already
+    stands for (``skipped``); incomplete groups are recorded, not queued. A group is named by
+    the pod-group-name label or, following the "Bring your own podGroup" proposal (KEP-13150),
+    by ``spec.schedulingGroup`` naming a native gang PodGroup."""
     out: list[Workload] = []
     groups: dict[tuple[str, str], list[Pod]] = {}
     native: dict[tuple[str, str], list[Pod]] = {}
     for pod in manifests.pods:
         labels = pod.metadata.labels
         if QUEUE_LABEL not in labels or pod.spec.node_name or \
-                pod.metadata.namespace in UNMANAGED_NAMESPACES:
+                pod.metadata.namespace in UNMANAGED_NAMESPACES or \
+                ("Pod", pod.metadata.namespace, pod.metadata.name) in skipped:
             continue
         group = labels.get(POD_GROUP_LABEL)
         joined = _scheduling_group(pod)
@@ -1209,16 +1227,17 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
         objs.native_groups = {key: g.min_count if g.gang else 0
                               for key, g in api.groups.items()}
     origins: dict[str, Document | None] = {}
+    owned = _owned_by_workloads(manifests)
     for doc in manifests.modelled():
         with doc.located():
             wl: Workload | None = None
             if doc.kind == "Workload":
                 wl = _workload(doc, objs, pcs)
-            elif doc.kind == "Job":
+            elif doc.kind == "Job" and ("Job", _namespace(doc), _name(doc)) not in owned:
                 wl = _job_workload(doc, objs, pcs, default_priority)
         if wl is not None:
             _add_workload(objs, origins, wl, doc)
-    for wl in _pod_workloads(manifests, objs, pcs, default_priority):
+    for wl in _pod_workloads(manifests, objs, pcs, default_priority, owned):
         first = next(iter(wl.pods))
         ns, name = first.split("/", 1)
         _add_workload(objs, origins, wl, manifests.origin("Pod", name, ns))

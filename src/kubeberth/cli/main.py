@@ -40,9 +40,11 @@ from kubeberth.cli.manifests import manifests_command
 from kubeberth.cli.report import report_app
 from kubeberth.cli.scheduler import scheduler_command
 from kubeberth.cli.serve import serve
+from kubeberth.cli.snapshot import snapshot_command
 from kubeberth.cli.spill import SpillConfigOpt, spill_app, spill_config
 from kubeberth.cli.spill_controller import spill_controller_command
 from kubeberth.cli.up import up_command
+from kubeberth.cli.whatif import whatif_command
 from kubeberth.config.manifests import check_priority_class_names, load_manifests
 from kubeberth.scheduling.config.loader import load_scheduler_config
 from kubeberth.scheduling.config.types import SchedulerConfiguration
@@ -296,6 +298,8 @@ app.command("admission")(admission_command)
 app.command("descheduler")(descheduler_command)
 app.command("spill-controller")(spill_controller_command)
 app.command("up")(up_command)
+app.command("snapshot")(snapshot_command)
+app.command("whatif")(whatif_command)
 
 
 def main() -> None:

@@ -87,7 +87,8 @@ SCHEDULER_RESOURCES: dict[str, type[Resource]] = {
     "NativePodGroup": NativePodGroup,
 }
 
-__all__ = ["SCHEDULER_RESOURCES", "SYNC", "Informer", "NativePodGroup", "key_of"]
+__all__ = ["SCHEDULER_RESOURCES", "SYNC", "Informer", "NativePodGroup", "key_of",
+           "list_objects"]
 
 
 class _ListMeta(msgspec.Struct):
@@ -212,19 +213,9 @@ class Informer:
 
     def _request(self, params: dict[str, Any], *, watch: bool = False,
                  stream: bool = False) -> httpx.Response:
-        br = self.http.prepare_request("list", self.resource, namespace=self._namespace,
-                                       watch=watch, params={
-                                           **params, "labelSelector": self._selector})
-        if watch:
-            br.timeout = self.http._watch_timeout  # no read timeout: the server ends it
-        resp: httpx.Response = self.http.send(self.http.build_adapter_request(br),
-                                              stream=stream)
-        if resp.is_error:
-            if stream:
-                resp.read()
-                resp.close()
-            self.http.raise_for_status(resp)  # type: ignore[no-untyped-call]
-        return resp
+        return list_request(self.http, self.resource, self._namespace,
+                            {**params, "labelSelector": self._selector}, watch=watch,
+                            stream=stream)
 
     def _list(self) -> str:
         objects: dict[str, Any] = {}
@@ -294,6 +285,41 @@ class Informer:
             self.stats.ignored += 1
             self.refuse(self.kind, key, obj, err)
             return None
+
+
+PAGE_SIZE = 500  # kubectl's --chunk-size default
+
+
+def list_request(http: GenericSyncClient, resource: type[Resource], namespace: str | None,
+                 params: dict[str, Any], *, watch: bool = False,
+                 stream: bool = False) -> httpx.Response:
+    """One list (or watch) request built by lightkube and sent raw; an error answer raises
+    ApiError."""
+    br = http.prepare_request("list", resource, namespace=namespace, watch=watch, params=params)
+    if watch:
+        br.timeout = http._watch_timeout  # no read timeout: the server ends it
+    resp: httpx.Response = http.send(http.build_adapter_request(br), stream=stream)
+    if resp.is_error:
+        if stream:
+            resp.read()
+            resp.close()
+        http.raise_for_status(resp)  # type: ignore[no-untyped-call]
+    return resp
+
+
+def list_objects(http: GenericSyncClient, resource: type[Resource],
+                 namespace: str | None) -> list[Obj]:
+    """Every object of one list, in pages of :data:`PAGE_SIZE` as kubectl reads them (items
+    without apiVersion and kind, as served)."""
+    items: list[Obj] = []
+    params: dict[str, Any] = {"limit": PAGE_SIZE}
+    while True:
+        page = _PAGE.decode(list_request(http, resource, namespace, dict(params)).content)
+        items.extend(page.items or ())
+        meta = page.metadata or _ListMeta()
+        if not meta.next:
+            return items
+        params["continue"] = meta.next
 
 
 def describe(err: Exception) -> str:

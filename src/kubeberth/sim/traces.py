@@ -477,10 +477,11 @@ def _without_nodes_and_pods(m: Manifests) -> Manifests:
     return dataclasses.replace(m, nodes=[], pods=[])
 
 
-def expand_owners(owners: Sequence[Owner]) -> list[TracePod]:
+def expand_owners(owners: Sequence[Owner], existing: Sequence[Pod] = ()) -> list[TracePod]:
     """The pods each owner creates when it arrives: a Deployment's or ReplicaSet's replicas,
-    a Job's first ``min(parallelism, completions)`` pods. Later pods (replacements, scale-ups,
-    a Job's next completions) are created by the simulator's controllers."""
+    a Job's first ``min(parallelism, completions)`` pods, less the ``existing`` live pods its
+    template's labels select in its namespace. Later pods (replacements, scale-ups, a Job's
+    next completions) are created by the simulator's controllers."""
     pods: list[TracePod] = []
     for owner in owners:
         if owner.kind == "Job":
@@ -489,6 +490,10 @@ def expand_owners(owners: Sequence[Owner]) -> list[TracePod]:
             duration = owner.pod_duration
         else:
             count, duration = owner.replicas, None
+        labels = owner.template.metadata.labels.items()
+        count -= sum(1 for p in existing if p.metadata.namespace == owner.namespace
+                     and labels <= p.metadata.labels.items()
+                     and p.status.phase not in ("Succeeded", "Failed"))
         pods.extend(TracePod(owner.new_pod(), owner.arrival, duration) for _ in range(count))
     return pods
 
@@ -503,6 +508,28 @@ class _Role:
     names: list[str]
     sources: list[str]
     owners: list[Owner] = field(default_factory=list)
+
+
+def _add_manifests(role: _Role, m: Manifests, cluster: bool) -> None:
+    """A side's objects from manifests. Pods in cluster manifests are already there (bound
+    ones are placed on their nodes), and an owner there counts them as its own (a cluster
+    dump such as ``kubeberth snapshot`` keeps both): it creates only the pods it lacks."""
+    for vcjob in m.volcano_jobs():
+        raise vcjob.error("Volcano Jobs are not simulated yet", field="apiVersion",
+                          expected="batch/v1 Jobs here; run Volcano Jobs through kubeberth "
+                                   "explain (docs/volcano.md)")
+    if m.nodes and not cluster:
+        node = m.nodes[0]
+        doc = m.origin("Node", node.metadata.name)
+        err = InputError(f"Node {node.metadata.name} is in a workload input", field="kind",
+                         expected="only Pods (and the objects they use) in workload inputs; "
+                         "Nodes go with the cluster")
+        raise doc.locate(err) if doc is not None else err
+    role.nodes.extend(m.nodes)
+    role.pods.extend(TracePod(p, *pod_timing(p)) for p in m.pods)
+    role.extras = _without_nodes_and_pods(m)
+    role.owners = load_owners(m)
+    role.pods.extend(expand_owners(role.owners, m.pods if cluster else ()))
 
 
 def _load_role(paths: Sequence[str | os.PathLike[str]], cluster: bool, seed: int) -> _Role:
@@ -530,24 +557,7 @@ def _load_role(paths: Sequence[str | os.PathLike[str]], cluster: bool, seed: int
                 else:
                     role.pods.extend(_parse_pods(text, source))
     if manifest_paths:
-        m = load_manifests(manifest_paths, seed=seed)
-        for vcjob in m.volcano_jobs():
-            raise vcjob.error("Volcano Jobs are not simulated yet", field="apiVersion",
-                            expected="batch/v1 Jobs here; run Volcano Jobs through kubeberth "
-                                     "explain (docs/volcano.md)")
-        if m.nodes and not cluster:
-            node = m.nodes[0]
-            doc = m.origin("Node", node.metadata.name)
-            err = InputError(f"Node {node.metadata.name} is in a workload input", field="kind",
-                             expected="only Pods (and the objects they use) in workload inputs; "
-                             "Nodes go with the cluster")
-            raise doc.locate(err) if doc is not None else err
-        role.nodes.extend(m.nodes)
-        # Pods in cluster manifests are already there (bound ones are placed on their nodes).
-        role.pods.extend(TracePod(p, *pod_timing(p)) for p in m.pods)
-        role.extras = _without_nodes_and_pods(m)
-        role.owners = load_owners(m)
-        role.pods.extend(expand_owners(role.owners))
+        _add_manifests(role, load_manifests(manifest_paths, seed=seed), cluster)
     if cluster and not role.nodes:
         raise InputError("no nodes found", source=", ".join(role.sources),
                          expected="an openb node list or manifests with kind: Node")
@@ -605,7 +615,11 @@ def load_workload(cluster: Sequence[str | os.PathLike[str]] | None,
     else:
         w = _Role(nodes=[], pods=bundled_pods(), extras=Manifests(), names=[],
                   sources=[_BUNDLED_PODS])
-    workload_src = ", ".join(w.sources)
+    return _scenario(c, w)
+
+
+def _scenario(c: _Role, w: _Role) -> Scenario:
+    cluster_src, workload_src = ", ".join(c.sources), ", ".join(w.sources)
     _check_unique([(tp.pod.key, cluster_src) for tp in c.pods]
                   + [(tp.pod.key, workload_src) for tp in w.pods], "pod")
     name = "+".join(w.names) or _DEFAULT_NAME
@@ -616,3 +630,20 @@ def load_workload(cluster: Sequence[str | os.PathLike[str]] | None,
         source=f"cluster: {cluster_src}; workload: {workload_src}",
         extras=_merge_extras(c.extras, w.extras), owners=c.owners + w.owners,
     )
+
+
+def scenario_from_manifests(cluster: Manifests, workload: Manifests, *, cluster_name: str,
+                            workload_name: str) -> Scenario:
+    """A run of manifests already loaded (and possibly edited, as ``whatif`` does): the same
+    reading as :func:`load_workload` of files."""
+    c = _Role(nodes=[], pods=[], extras=Manifests(), names=[cluster_name],
+              sources=[cluster_name])
+    _add_manifests(c, cluster, cluster=True)
+    if not c.nodes:
+        raise InputError("no nodes found", source=cluster_name,
+                         expected="manifests with kind: Node")
+    _check_unique(((n.metadata.name, cluster_name) for n in c.nodes), "node")
+    w = _Role(nodes=[], pods=[], extras=Manifests(), names=[workload_name],
+              sources=[workload_name])
+    _add_manifests(w, workload, cluster=False)
+    return _scenario(c, w)
