@@ -91,7 +91,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
                nodes: IntArray) -> FilterResult:
         data = state.get(_STATE_KEY)
         if not isinstance(data, _CycleData):
-            return all_pass(len(nodes))
+            # Upstream's PreFilter skips the Filter of a pod without claims; without it (a
+            # profile that disables the PreFilter) the Filter's read fails.
+            return FilterResult.error(len(nodes), "not found")
         dra = snap.dra
         codes = np.zeros(len(nodes), dtype=np.int8)
         ids = np.zeros(len(nodes), dtype=np.int32)
