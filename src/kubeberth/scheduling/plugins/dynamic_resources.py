@@ -25,7 +25,10 @@ from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import (
     ClusterEvent,
     EnqueueExtensions,
+    Diagnosis,
     FilterPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
@@ -54,8 +57,8 @@ class _CycleData:
         return self
 
 
-class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReservePlugin,
-                       EnqueueExtensions):
+class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
+                       ReservePlugin, EnqueueExtensions):
     name = NAME
 
     def __init__(self, handle: Handle) -> None:
@@ -72,6 +75,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
     def pre_filter(self, state: CycleState, pod: PodInfo,
                    snap: ClusterState) -> tuple[PreFilterResult | None, Status]:
         if not pod.pod.spec.resource_claims:
+            # Upstream writes its (empty) state before skipping; PostFilter reads it.
+            state.write(_STATE_KEY, _CycleData([]))
             return None, SKIP
         dra = snap.dra
         claims: list[tuple[str, ResourceClaim]] = []
@@ -135,6 +140,16 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
         if not codes.any():
             return all_pass(len(nodes))
         return FilterResult(codes, ids, table)
+
+    def post_filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                    diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status]:
+        """Upstream's PostFilter frees a claim of a pod that fits nowhere, which is not modelled
+        (the pod keeps its claims): it passes on to the next PostFilter. Without its PreFilter
+        state (a profile that disables the PreFilter) upstream's read fails, and that Error
+        ends PostFilter (no preemption is tried)."""
+        if not isinstance(state.get(_STATE_KEY), _CycleData):
+            return None, Status(Code.ERROR, ("not found",))
+        return None, Status(Code.UNSCHEDULABLE)
 
     def reserve(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                 node: int) -> Status:
