@@ -24,8 +24,8 @@ from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import (
     ClusterEvent,
-    EnqueueExtensions,
     Diagnosis,
+    EnqueueExtensions,
     FilterPlugin,
     PostFilterPlugin,
     PostFilterResult,
