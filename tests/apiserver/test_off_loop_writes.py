@@ -22,6 +22,7 @@ from kubeberth.apiserver import EmbeddedServer, admission
 from kubeberth.apiserver.limits import MAX_BODY_BYTES
 
 PODS = "/api/v1/namespaces/default/pods"
+Obj = dict[str, Any]
 HOLD = "test.kubeberth.io/hold"  # writes whose object carries this annotation wait at the gate
 MERGE = {"Content-Type": "application/merge-patch+json"}
 GATE_SECONDS = 60.0  # only reached when the server is broken (the gate is never released)
@@ -113,31 +114,38 @@ def test_healthz_answers_while_big_creates_updates_and_patches_are_prepared(
             assert stored["status"]["phase"] == "Pending"
 
 
+def held_while_labelled(gate: Gate, http: httpx.Client,
+                        send: Callable[[], httpx.Response]) -> tuple[httpx.Response, Obj]:
+    """Send a held write to pod ``p``; while it waits at the gate, label ``p`` (which the free
+    loop serves); then let it go. Returns its response and the labelled object."""
+    results: list[httpx.Response] = []
+    writer = in_background(send, results)
+    try:
+        gate.wait_for_arrivals(1)
+        label = http.patch(f"{PODS}/p", headers=MERGE,
+                           json={"metadata": {"labels": {"meanwhile": "yes"}}})
+        assert label.status_code == 200, label.text
+    finally:
+        gate.open()
+        writer.join()
+    (held,) = results
+    labelled: Obj = label.json()
+    return held, labelled
+
+
 def test_a_patch_prepared_on_an_object_changed_meanwhile_is_applied_again(
         gate: Gate) -> None:
     """Upstream's GuaranteedUpdate: a patch whose object changed while it was being prepared
     is applied again to the newer object, so neither write is lost."""
     with EmbeddedServer() as srv, httpx.Client(base_url=srv.url, timeout=120) as http:
         assert http.post(PODS, json=pod_body("p")).status_code == 201
-        results: list[httpx.Response] = []
-        writer = in_background(lambda: http.patch(
-            f"{PODS}/p", headers=MERGE,
-            json={"metadata": {"annotations": {HOLD: "yes"}}}), results)
-        try:
-            gate.wait_for_arrivals(1)
-            # Served while the patch waits: the loop is free, and the object changes.
-            label = http.patch(f"{PODS}/p", headers=MERGE,
-                               json={"metadata": {"labels": {"meanwhile": "yes"}}})
-            assert label.status_code == 200, label.text
-        finally:
-            gate.open()
-            writer.join()
-        (patched,) = results
+        patched, labelled = held_while_labelled(gate, http, lambda: http.patch(
+            f"{PODS}/p", headers=MERGE, json={"metadata": {"annotations": {HOLD: "yes"}}}))
         assert patched.status_code == 200, patched.text
         meta = patched.json()["metadata"]
         assert meta["labels"] == {"meanwhile": "yes"}
         assert meta["annotations"] == {HOLD: "yes"}
-        assert int(meta["resourceVersion"]) > int(label.json()["metadata"]["resourceVersion"])
+        assert int(meta["resourceVersion"]) > int(labelled["metadata"]["resourceVersion"])
 
 
 def test_an_update_with_a_resource_version_overtaken_meanwhile_is_a_conflict(
@@ -148,17 +156,7 @@ def test_an_update_with_a_resource_version_overtaken_meanwhile_is_a_conflict(
         assert http.post(PODS, json=pod_body("p")).status_code == 201
         body = http.get(f"{PODS}/p").json()
         body["metadata"]["annotations"] = {HOLD: "yes"}
-        results: list[httpx.Response] = []
-        writer = in_background(lambda: http.put(f"{PODS}/p", json=body), results)
-        try:
-            gate.wait_for_arrivals(1)
-            label = http.patch(f"{PODS}/p", headers=MERGE,
-                               json={"metadata": {"labels": {"meanwhile": "yes"}}})
-            assert label.status_code == 200, label.text
-        finally:
-            gate.open()
-            writer.join()
-        (updated,) = results
+        updated, _ = held_while_labelled(gate, http, lambda: http.put(f"{PODS}/p", json=body))
         assert updated.status_code == 409, updated.text
         status = updated.json()
         assert (status["kind"], status["reason"]) == ("Status", "Conflict")
