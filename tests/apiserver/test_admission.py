@@ -49,7 +49,8 @@ def test_default_pod_with_global_default_priority_class() -> None:
     classes = [{"metadata": {"name": "low"}, "value": 10},
                {"metadata": {"name": "base"}, "value": 100, "globalDefault": True,
                 "preemptionPolicy": "Never"}]
-    admission.default_pod(pod, classes)
+    admission.default_pod(pod)
+    admission.resolve_priority(pod, classes)
     assert pod["spec"]["priority"] == 100
     assert pod["spec"]["priorityClassName"] == "base"
     assert pod["spec"]["preemptionPolicy"] == "Never"
@@ -61,17 +62,17 @@ def test_default_pod_with_global_default_priority_class() -> None:
 def test_explicit_priority_must_match_the_class() -> None:
     pod = _pod(priorityClassName="low", priority=5)
     with pytest.raises(ApiError) as err:
-        admission.default_pod(pod, [{"metadata": {"name": "low"}, "value": 10}])
+        admission.resolve_priority(pod, [{"metadata": {"name": "low"}, "value": 10}])
     assert err.value.code == 403
     assert "computed 10" in err.value.message
     pod = _pod(priority=0)
-    admission.default_pod(pod, [])
+    admission.resolve_priority(pod, [])
     assert pod["spec"]["priority"] == 0
 
 
 def test_node_name_with_gates_is_invalid() -> None:
     with pytest.raises(ApiError) as err:
-        admission.default_pod(_pod(nodeName="n", schedulingGates=[{"name": "g"}]), [])
+        admission.default_pod(_pod(nodeName="n", schedulingGates=[{"name": "g"}]))
     assert err.value.code == 422
 
 
@@ -89,17 +90,20 @@ def test_default_node_registers_ready_and_fills_capacity() -> None:
 
 
 def test_default_job_parallel_work_queue() -> None:
-    job = {"metadata": {"name": "j", "uid": "u"},
-           "spec": {"parallelism": 3, "template": {"metadata": {}, "spec": {}}}}
-    admission.default_job(job)
-    assert "completions" not in job["spec"]
-    assert job["spec"]["template"]["metadata"]["labels"]["job-name"] == "j"
+    job: dict[str, Any] = {"metadata": {"name": "j", "uid": "u"},
+                           "spec": {"parallelism": 3, "template": {"metadata": {}, "spec": {}}}}
+    defaulted = admission.defaulted_job(job)
+    assert "completions" not in defaulted["spec"]
+    assert defaulted["spec"]["template"]["metadata"]["labels"]["job-name"] == "j"
+    # The stored Job it came from is left as it was (the store keeps it in its history).
+    assert job == {"metadata": {"name": "j", "uid": "u"},
+                   "spec": {"parallelism": 3, "template": {"metadata": {}, "spec": {}}}}
     manual = {"metadata": {"name": "j", "uid": "u"},
               "spec": {"manualSelector": True, "selector": {"matchLabels": {"a": "b"}},
                        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {}}}}
-    admission.default_job(manual)
-    assert manual["spec"]["selector"] == {"matchLabels": {"a": "b"}}
-    assert manual["spec"]["completions"] == 1
+    defaulted = admission.defaulted_job(manual)
+    assert defaulted["spec"]["selector"] == {"matchLabels": {"a": "b"}}
+    assert defaulted["spec"]["completions"] == 1
 
 
 def test_check_body_fills_kind_and_namespace() -> None:

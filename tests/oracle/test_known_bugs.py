@@ -128,3 +128,32 @@ def test_one_score_plugin_without_its_pre_score(plugin: str, tmp_path: Path) -> 
         "preScore": {"disabled": [{"name": "*"}]},
         "score": {"disabled": [{"name": "*"}], "enabled": [{"name": plugin}]}}}]}
     compare(tmp_path, [_node("a"), _node("b", cpu="8"), _pod("p")], config)
+
+
+def _without_pre_filter(*names: str) -> dict[str, Any]:
+    return {**_NO_PRE_SCORE, "profiles": [{"schedulerName": "default-scheduler", "plugins": {
+        "preFilter": {"disabled": [{"name": n} for n in names]}}}]}
+
+
+_TAINT = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+
+
+def test_filters_without_their_pre_filter_state_fail_the_pods_cycle(tmp_path: Path) -> None:
+    """Was a crash (#14): with every PreFilter disabled upstream's first Filter that reads its
+    state (NodePorts, in the default order) fails the cycle with that Error. The search stops
+    at the first node that reaches it (a tainted node before it is judged and rejected), and
+    the next pod's search starts where this one's did. A pod that no node lets reach it is
+    unschedulable as usual."""
+    nowhere = _pod("r")
+    nowhere["spec"]["nodeSelector"] = {"zone": "none"}
+    compare(tmp_path, [_node("a", taints=_TAINT), _node("b"), _node("c"), _pod("p"), _pod("q"),
+                       nowhere], _without_pre_filter("*"))
+
+
+@pytest.mark.parametrize("plugin", ["NodeResourcesFit", "PodTopologySpread",
+                                    "InterPodAffinity", "DynamicResources", "NodePorts",
+                                    "VolumeRestrictions", "VolumeBinding"])
+def test_one_filter_without_its_pre_filter(plugin: str, tmp_path: Path) -> None:
+    """Each plugin's own wording when only its PreFilter is disabled."""
+    compare(tmp_path, [_node("a"), _node("b", cpu="1"), _pod("p", cpu="2")],
+            _without_pre_filter(plugin))

@@ -63,7 +63,8 @@ def test_default_plugin_list_follows_newest_upstream() -> None:
         ("VolumeZone", 0), ("PodTopologySpread", 2), ("InterPodAffinity", 2),
         ("DynamicResources", 0), ("DefaultPreemption", 0),
         ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1), ("DefaultBinder", 0),
-        ("GangScheduling", 0), ("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1),
+        ("NodeDeclaredFeatures", 0), ("GangScheduling", 0), ("TopologyPlacementGenerator", 0),
+        ("PodGroupPodsCount", 1),
     ]
 
 

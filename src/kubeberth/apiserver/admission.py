@@ -187,8 +187,9 @@ def _validate_workload(rt: ResourceType, obj: Obj, name: str) -> None:
             for c in causes]) from None
 
 
-def default_pod(pod: Obj, priority_classes: list[Obj]) -> None:
-    """Upstream defaulting plus the Priority admission plugin, for a pod being created."""
+def default_pod(pod: Obj) -> None:
+    """Upstream defaulting and Kueue's pod webhook, for a pod being created (the Priority
+    admission plugin, which reads the stored classes, is :func:`resolve_priority`)."""
     name = pod["metadata"].get("name") or pod["metadata"].get("generateName") or ""
     spec = pod.setdefault("spec", {})
     spec.setdefault("schedulerName", "default-scheduler")
@@ -210,7 +211,6 @@ def default_pod(pod: Obj, priority_classes: list[Obj]) -> None:
         raise errors.invalid("Pod", name, "", [(
             "spec.nodeName", "Forbidden: cannot be set until all schedulingGates have been "
             "cleared")])
-    _resolve_priority(pod, name, priority_classes)
     status = pod.setdefault("status", {})
     status["phase"] = "Pending"
     status["qosClass"] = qos_class(spec)
@@ -240,7 +240,10 @@ def _kueue_pod_webhook(pod: Obj) -> None:
         gates.append({"name": ADMISSION_GATE})
 
 
-def _resolve_priority(pod: Obj, name: str, priority_classes: list[Obj]) -> None:
+def resolve_priority(pod: Obj, priority_classes: list[Obj]) -> None:
+    """The Priority admission plugin: ``priorityClassName`` (or the global default) becomes
+    ``priority`` and ``preemptionPolicy``; 403 for an unknown class or a conflicting value."""
+    name = pod["metadata"].get("name") or pod["metadata"].get("generateName") or ""
     spec = pod["spec"]
     class_name = spec.get("priorityClassName")
     chosen: Obj | None = None
@@ -307,9 +310,11 @@ def default_node(node: Obj, now: str) -> None:
         info.setdefault(key, value)
 
 
-def default_job(job: Obj) -> None:
-    """Upstream's Job defaults and its generated selector (manualSelector unset)."""
-    spec = job["spec"]
+def defaulted_job(job: Obj) -> Obj:
+    """``job`` with upstream's Job defaults and its generated selector (manualSelector unset).
+    Only the dicts this changes are copied; the rest (the pod template's spec, which may be
+    big) is shared with ``job``, which is left as it was."""
+    spec = dict(job["spec"])
     spec.setdefault("parallelism", 1)
     if "completions" not in spec:
         spec["completions"] = 1 if spec["parallelism"] == 1 else None
@@ -324,9 +329,14 @@ def default_job(job: Obj) -> None:
     name = job["metadata"]["name"]
     if not spec.get("manualSelector"):
         spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
-        labels = spec["template"]["metadata"].setdefault("labels", {})
-        labels.update({"batch.kubernetes.io/controller-uid": uid, "controller-uid": uid,
-                       "batch.kubernetes.io/job-name": name, "job-name": name})
+        template = dict(spec["template"])
+        tmeta = dict(template["metadata"])
+        tmeta["labels"] = {**(tmeta.get("labels") or {}),
+                           "batch.kubernetes.io/controller-uid": uid, "controller-uid": uid,
+                           "batch.kubernetes.io/job-name": name, "job-name": name}
+        template["metadata"] = tmeta
+        spec["template"] = template
+    return {**job, "metadata": dict(job["metadata"]), "spec": spec}
 
 
 def check_pod_update(name: str, old: Obj, new: Obj) -> None:

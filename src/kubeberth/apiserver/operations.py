@@ -9,7 +9,9 @@ concurrency and watch notification.
 from __future__ import annotations
 
 import copy
+import functools
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +22,7 @@ from kubeberth.apiserver import admission, errors, limits, patch, quantities
 from kubeberth.apiserver.disruption import pod_view, scale_lookup, typed_pdb
 from kubeberth.apiserver.resources import Registry, ResourceType
 from kubeberth.apiserver.selectors import parse_field_selector, parse_label_selector
-from kubeberth.apiserver.store import Obj, Store, parse_rv
+from kubeberth.apiserver.store import Obj, Store, parse_rv, prepare_replace
 from kubeberth.state.disruption import MULTIPLE_PDBS, VIOLATES_BUDGET, DisruptionBudgets
 
 JSON_PATCH = "application/json-patch+json"
@@ -30,6 +32,14 @@ APPLY_PATCH = "application/apply-patch+yaml"
 _STRUCT_SPECS = frozenset({"Pod", "Node", "Namespace", "PodDisruptionBudget", "Deployment",
                            "ReplicaSet", "Job"})
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A create checked and defaulted off the loop; ``error`` is raised by its store step."""
+
+    obj: Obj
+    error: errors.ApiError | None = None
 
 
 @dataclass(slots=True)
@@ -74,32 +84,53 @@ class Api:
 
     def create(self, rt: ResourceType, namespace: str, body: Any, version: str = "", *,
                dry_run: bool = False) -> Obj:
+        return self.commit_create(rt, self.prepare_create(rt, namespace, body, version),
+                                  dry_run=dry_run)
+
+    def prepare_create(self, rt: ResourceType, namespace: str, body: Any,
+                       version: str = "") -> Prepared:
+        """The CPU-heavy half of a create (copy, checks, validation, defaulting): it reads
+        nothing from the store, so the HTTP layer runs it on a worker thread. Errors found after
+        the body's shape is known wait in the result, so the namespace check (which needs the
+        store) still comes first, as before the split."""
         obj = admission.check_body(rt, json_copy(body), version or rt.versions[0],
                                    namespace)
+        try:
+            quantities.check(rt, obj)
+            admission.validate(rt, obj)
+            if rt.kind not in ("Node", "Event", "Lease"):
+                obj.pop("status", None)  # status is written through its subresource
+            if rt.kind in _STRUCT_SPECS and rt.group in ("", "apps", "batch", "policy"):
+                obj.setdefault("spec", {})  # Go structs always encode spec and status
+                obj.setdefault("status", {})
+            if rt.kind == "Pod":
+                admission.default_pod(obj)
+            elif rt.kind == "Namespace":
+                obj["status"] = {"phase": "Active"}
+            elif rt.kind == "ReplicaSet":
+                obj["status"] = {"replicas": 0}  # not omitempty in Go; typed clients require it
+        except errors.ApiError as err:
+            return Prepared(obj, err)
+        return Prepared(obj)
+
+    def commit_create(self, rt: ResourceType, prepared: Prepared, *,
+                      dry_run: bool = False) -> Obj:
+        """The store half of a create, on the loop: namespace, priority class, clock, insert."""
+        obj = prepared.obj
         ns = obj["metadata"].get("namespace", "")
         if rt.namespaced and self.store.get(self.namespaces, "", ns) is None:
             raise errors.not_found("namespaces", ns)
-        quantities.check(rt, obj)
-        admission.validate(rt, obj)
-        if rt.kind not in ("Node", "Event", "Lease"):
-            obj.pop("status", None)  # status is written through its subresource
-        if rt.kind in _STRUCT_SPECS and rt.group in ("", "apps", "batch", "policy"):
-            obj.setdefault("spec", {})  # Go structs always encode spec and status
-            obj.setdefault("status", {})
+        if prepared.error is not None:
+            raise prepared.error
         if rt.kind == "Pod":
-            admission.default_pod(obj, list(self.store.items(self.priority_classes)))
+            admission.resolve_priority(obj, list(self.store.items(self.priority_classes)))
         elif rt.kind == "Node":
             admission.default_node(obj, format_time(self.store.clock.now()))
-        elif rt.kind == "Namespace":
-            obj["status"] = {"phase": "Active"}
-        elif rt.kind == "ReplicaSet":
-            obj["status"] = {"replicas": 0}  # not omitempty in Go; typed clients require it
         elif rt.kind == "Event":
             _default_event(obj, format_time(self.store.clock.now()))
         if rt.kind == "Job":
             stored = self.store.insert(rt, obj, dry_run=dry_run)
-            new = json_copy(stored)
-            admission.default_job(new)
+            new = admission.defaulted_job(stored)
             return new if dry_run else self.store.replace(rt, new, stored)
         return self.store.insert(rt, obj, dry_run=dry_run)
 
@@ -142,16 +173,24 @@ class Api:
     def update(self, rt: ResourceType, namespace: str, name: str, body: Any,
                subresource: str = "", version: str = "", *, dry_run: bool = False) -> Obj:
         old = self.store.must_get(rt, namespace, name)
+        return self.commit_write(rt, old, self.prepare_update(
+            rt, old, namespace, body, subresource, version), dry_run=dry_run)
+
+    def prepare_update(self, rt: ResourceType, old: Obj, namespace: str, body: Any,
+                       subresource: str = "", version: str = "") -> Obj:
+        """What a PUT of ``body`` over ``old`` would store: pure, so it runs off the loop."""
+        name = old["metadata"]["name"]
         new = admission.check_body(rt, json_copy(body), version or rt.versions[0],
                                    namespace)
         if new["metadata"].get("name") not in (None, name):
             raise errors.bad_request(f"the name of the object ({new['metadata']['name']}) does "
                                      f"not match the name on the URL ({name})")
         new["metadata"]["name"] = name
-        return self._write(rt, old, new, subresource, dry_run=dry_run)
+        return self._prepare_write(rt, old, new, subresource)
 
-    def _write(self, rt: ResourceType, old: Obj, new: Obj, subresource: str, *,
-               dry_run: bool = False) -> Obj:
+    def _prepare_write(self, rt: ResourceType, old: Obj, new: Obj, subresource: str) -> Obj:
+        """Preconditions, validation and the store's merge of ``new`` over ``old`` (``old``
+        itself when the write changes nothing); reads only ``old``, never the store."""
         name = old["metadata"]["name"]
         want = new["metadata"].get("resourceVersion")
         if want and str(want) != old["metadata"]["resourceVersion"]:
@@ -176,7 +215,13 @@ class Api:
             admission.validate(rt, new)
             if rt.kind == "Pod":
                 admission.check_pod_update(name, old, new)
-        stored = self.store.replace(rt, new, old, dry_run=dry_run)
+        return prepare_replace(new, old)
+
+    def commit_write(self, rt: ResourceType, old: Obj, new: Obj, *,
+                     dry_run: bool = False) -> Obj:
+        """Store a prepared replacement of ``old`` (the caller made sure ``old`` is still the
+        stored object), and finish a deletion it unblocked."""
+        stored = self.store.commit_replace(rt, new, old, dry_run=dry_run)
         meta = stored["metadata"]
         if dry_run:
             return stored
@@ -185,19 +230,44 @@ class Api:
             return self.store.remove(rt, stored)
         return stored
 
+    async def guaranteed_update(self, rt: ResourceType, namespace: str, name: str,
+                                prepare: Callable[[Obj], Obj],
+                                off_loop: Callable[[Callable[[], Obj]], Awaitable[Obj]], *,
+                                dry_run: bool = False) -> Obj:
+        """A write whose prepare step (``prepare(current)``) runs through ``off_loop`` while
+        the loop serves others, stored only if the object did not change meanwhile; otherwise
+        (or when the prepare failed on what had become a stale object) it is prepared again on
+        the newer object, as kube-apiserver's GuaranteedUpdate retries its tryUpdate. A
+        resourceVersion precondition is checked against the newer object, hence 409 then."""
+        while True:
+            old = self.store.must_get(rt, namespace, name)
+            try:
+                new = await off_loop(functools.partial(prepare, old))
+            except errors.ApiError:
+                if self.store.get(rt, namespace, name) is old:
+                    raise
+                continue
+            if self.store.get(rt, namespace, name) is old:
+                return self.commit_write(rt, old, new, dry_run=dry_run)
+
     def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str,
               body: Any, subresource: str = "", version: str = "", *,
               dry_run: bool = False) -> Obj:
-        """Apply the PATCH ``body`` (decoded, or JSON bytes) to the object as the URL's version
-        serves it (stored objects keep the version they were written in; the kinds we serve
-        differ only in apiVersion)."""
         old = self.store.must_get(rt, namespace, name)
+        return self.commit_write(rt, old, self.prepare_patch(
+            rt, old, namespace, content_type, body, subresource, version), dry_run=dry_run)
+
+    def prepare_patch(self, rt: ResourceType, old: Obj, namespace: str, content_type: str,
+                      body: Any, subresource: str = "", version: str = "") -> Obj:
+        """The PATCH ``body`` (decoded, or JSON bytes) applied to ``old`` as the URL's version
+        serves it (stored objects keep the version they were written in; the kinds we serve
+        differ only in apiVersion), checked as an update: pure, so it runs off the loop."""
         version = version or rt.versions[0]
         result = _apply_patch({**old, "apiVersion": rt.api_version(version)}, content_type,
                               body)
         new = admission.check_body(rt, json_copy(result), version, namespace)
-        new["metadata"]["name"] = name
-        return self._write(rt, old, new, subresource, dry_run=dry_run)
+        new["metadata"]["name"] = old["metadata"]["name"]
+        return self._prepare_write(rt, old, new, subresource)
 
     def patch_scale(self, rt: ResourceType, namespace: str, name: str, content_type: str,
                     body: Any) -> Obj:
@@ -343,7 +413,7 @@ class Api:
         want = (body.get("metadata") or {}).get("resourceVersion")
         if want:
             new["metadata"]["resourceVersion"] = want
-        self._write(rt, old, new, "")
+        self.commit_write(rt, old, self._prepare_write(rt, old, new, ""))
         return self.scale(rt, namespace, name)
 
     # Events.

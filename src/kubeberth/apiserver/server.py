@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import hmac
 import logging
 import os
@@ -108,7 +109,8 @@ class Cluster:
         self.token = token
         self._bearer = f"Bearer {token}".encode() if token is not None else b""
         self.public = PUBLIC_PATHS | {"/metrics"} if metrics_public else PUBLIC_PATHS
-        # Body decoding runs here, off the event loop (two workers: the machine's share).
+        # Body decoding, each write's prepare step and response encoding run here, off the
+        # event loop (two workers: the machine's share).
         self.decoder = ThreadPoolExecutor(2, thread_name_prefix="kubeberth-apiserver-decode")
         self.bookmark_interval = bookmark_interval
         self.address = "127.0.0.1:0"
@@ -261,7 +263,7 @@ class Cluster:
                 return await self._list(request, rt, version, namespace)
             if sub == "scale":
                 return _json(self.api.scale(rt, namespace, name))
-            return self._one(request, rt, version, self.api.get(rt, namespace, name))
+            return await self._one(request, rt, version, self.api.get(rt, namespace, name))
         if method == "POST":
             body = await self._body(request)
             dry_run = _dry_run(request.query.getall("dryRun", []))
@@ -279,17 +281,20 @@ class Cluster:
             if name:
                 raise errors.method_not_allowed("POST is not allowed on a named object; use "
                                                 "PUT or PATCH")
-            created = self.api.create(rt, namespace, body, version, dry_run=dry_run)
-            return self._one(request, rt, version, created, 201)
+            prepared = await self._off_loop(functools.partial(
+                self.api.prepare_create, rt, namespace, body, version))
+            created = self.api.commit_create(rt, prepared, dry_run=dry_run)
+            return await self._one(request, rt, version, created, 201)
         if method == "PUT" and name:
             body = await self._body(request)
             dry_run = _dry_run(request.query.getall("dryRun", []))
             if sub == "scale":
                 _no_dry_run(dry_run, "scale")
                 return _json(self.api.update_scale(rt, namespace, name, body))
-            return self._one(request, rt, version,
-                             self.api.update(rt, namespace, name, body, sub, version,
-                                             dry_run=dry_run))
+            updated = await self.api.guaranteed_update(
+                rt, namespace, name, lambda old: self.api.prepare_update(
+                    rt, old, namespace, body, sub, version), self._off_loop, dry_run=dry_run)
+            return await self._one(request, rt, version, updated)
         if method == "PATCH" and name:
             dry_run = _dry_run(request.query.getall("dryRun", []))
             patch_type(request.content_type)
@@ -298,27 +303,39 @@ class Cluster:
                 _no_dry_run(dry_run, "scale")
                 return _json(self.api.patch_scale(rt, namespace, name, request.content_type,
                                                   data))
-            patched = self.api.patch(rt, namespace, name, request.content_type, data, sub,
-                                     version, dry_run=dry_run)
-            return self._one(request, rt, version, patched)
+            content_type = request.content_type
+            patched = await self.api.guaranteed_update(
+                rt, namespace, name, lambda old: self.api.prepare_patch(
+                    rt, old, namespace, content_type, data, sub, version), self._off_loop,
+                dry_run=dry_run)
+            return await self._one(request, rt, version, patched)
         if method == "DELETE":
             options = await self._delete_options(request)
             if not name:
                 deleted = self.api.delete_collection(rt, namespace, q.get("labelSelector", ""),
                                                      q.get("fieldSelector", ""), options)
                 return _json(_list_body(rt, version, deleted, self.store.rv))
-            return self._one(request, rt, version, self.api.delete(rt, namespace, name,
-                                                                   options))
+            return await self._one(request, rt, version, self.api.delete(rt, namespace, name,
+                                                                         options))
         raise errors.method_not_allowed(f"{method} is not supported on this path")
 
-    def _one(self, request: web.Request, rt: ResourceType, version: str, obj: Obj,
-             status: int = 200) -> web.Response:
+    async def _one(self, request: web.Request, rt: ResourceType, version: str, obj: Obj,
+                   status: int = 200) -> web.Response:
+        """One object as the client asked for it; the JSON is encoded on a worker thread
+        (stored objects are never changed in place, so the loop may go on meanwhile)."""
         table_version = _table_version(request)
         if table_version and obj.get("kind") == rt.kind:
             return _json(table(rt, [obj], self.clock.now(), obj["metadata"].get(
                 "resourceVersion", ""), request.query.get("includeObject", "Metadata"),
                 table_version=table_version), status)
-        return _json(_as_version(obj, rt, version), status)
+        body = await self._off_loop(functools.partial(msgspec.json.encode,
+                                                      _as_version(obj, rt, version)))
+        return web.Response(body=body, status=status, content_type=JSON)
+
+    async def _off_loop(self, work: Callable[[], _T]) -> _T:
+        """Run CPU-heavy request work (decoding, preparing a write, encoding a response) on
+        the decoder threads, so the event loop keeps serving other clients meanwhile."""
+        return await asyncio.get_running_loop().run_in_executor(self.decoder, work)
 
     async def _list(self, request: web.Request, rt: ResourceType, version: str,
                     namespace: str) -> web.Response:
@@ -462,8 +479,7 @@ class Cluster:
             if empty is None:
                 raise errors.bad_request("the request has no body")
             raw = empty
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.decoder, decode, raw, what)
+        return await self._off_loop(functools.partial(decode, raw, what))
 
     async def _body(self, request: web.Request) -> Any:
         if request.content_type == PROTOBUF:

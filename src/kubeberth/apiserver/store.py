@@ -15,7 +15,6 @@ callers go through :class:`~kubeberth.apiserver.server.EmbeddedServer`, which ho
 from __future__ import annotations
 
 import asyncio
-import copy
 import hashlib
 import re
 from collections import deque
@@ -191,22 +190,12 @@ class Store:
 
     def replace(self, rt: ResourceType, obj: Obj, old: Obj, *, dry_run: bool = False) -> Obj:
         """Store a new version of ``old`` (the caller checked preconditions and validity)."""
-        meta = obj.setdefault("metadata", {})
-        old_meta = old.get("metadata") or {}
-        for keep in ("uid", "creationTimestamp", "name", "namespace", "deletionTimestamp",
-                     "deletionGracePeriodSeconds"):
-            if keep in old_meta:
-                meta[keep] = old_meta[keep]
-            else:
-                meta.pop(keep, None)
-        meta.pop("managedFields", None)
-        generation = int(old_meta.get("generation") or 1)
-        if _spec_of(obj) != _spec_of(old):
-            generation += 1
-        meta["generation"] = generation
-        obj["apiVersion"], obj["kind"] = old["apiVersion"], old["kind"]
-        meta["resourceVersion"] = old_meta.get("resourceVersion")
-        if obj == old:
+        return self.commit_replace(rt, prepare_replace(obj, old), old, dry_run=dry_run)
+
+    def commit_replace(self, rt: ResourceType, obj: Obj, old: Obj, *,
+                       dry_run: bool = False) -> Obj:
+        """Store what :func:`prepare_replace` made of ``old`` (``old`` itself: nothing)."""
+        if obj is old:
             return old  # a no-op write keeps its resourceVersion, as upstream
         if not dry_run:
             self._commit(rt, "MODIFIED", obj, old)
@@ -214,7 +203,7 @@ class Store:
 
     def mark_deleting(self, rt: ResourceType, obj: Obj, grace: int, *,
                       dry_run: bool = False) -> Obj:
-        new = copy.deepcopy(obj)
+        new = _new_metadata(obj)
         meta = new["metadata"]
         if not meta.get("deletionTimestamp"):
             meta["deletionTimestamp"] = format_time(self.clock.now() + grace)
@@ -231,7 +220,7 @@ class Store:
         current = table.objects.get(key)
         if current is None:
             return obj
-        gone = copy.deepcopy(current)
+        gone = _new_metadata(current)
         self._commit(rt, "DELETED", gone, current)
         return gone
 
@@ -294,6 +283,35 @@ class Store:
             for watcher in table.watchers:
                 watcher.queue.put_nowait(None)
             table.watchers.clear()
+
+
+def prepare_replace(obj: Obj, old: Obj) -> Obj:
+    """``obj`` as it would replace ``old``: identity and timestamps kept from ``old``,
+    generation bumped when the spec changed; ``old`` itself when nothing would change. Pure
+    (reads only the two objects), so the API server computes it off its event loop."""
+    meta = obj.setdefault("metadata", {})
+    old_meta = old.get("metadata") or {}
+    for keep in ("uid", "creationTimestamp", "name", "namespace", "deletionTimestamp",
+                 "deletionGracePeriodSeconds"):
+        if keep in old_meta:
+            meta[keep] = old_meta[keep]
+        else:
+            meta.pop(keep, None)
+    meta.pop("managedFields", None)
+    generation = int(old_meta.get("generation") or 1)
+    if _spec_of(obj) != _spec_of(old):
+        generation += 1
+    meta["generation"] = generation
+    obj["apiVersion"], obj["kind"] = old["apiVersion"], old["kind"]
+    meta["resourceVersion"] = old_meta.get("resourceVersion")
+    return old if obj == old else obj
+
+
+def _new_metadata(obj: Obj) -> Obj:
+    """A new version of ``obj`` whose metadata's own fields (deletion, resourceVersion) may be
+    set: stored objects are never changed in place, so everything below is shared (a deep copy
+    of a big object would hold the event loop)."""
+    return {**obj, "metadata": dict(obj["metadata"])}
 
 
 def _version_of(obj: Obj, rt: ResourceType) -> str:

@@ -340,6 +340,8 @@ class Scheduler:
                 one = np.array([idx], dtype=np.int64)
                 out = fw.run_filters(state, pod, snap, one)
                 out = self._check_nominated(fw, state, pod, out)
+                if out.codes[0] == Code.ERROR:
+                    return self._filter_error(result, out, 0, record)
                 if out.codes[0] == 0 and self.extenders:
                     # Extenders mark the node in ``out`` when they filter it out.
                     try:
@@ -365,6 +367,8 @@ class Scheduler:
             # verdicts in rotated order decides exactly what upstream's early stop decides;
             # when the stop would come past half the nodes anyway, that is the cheaper way.
             out = self._check_nominated(fw, state, pod, fw.run_filters(state, pod, snap, nodes))
+            if fw.filter_may_fail and np.logical_or.reduce(out.codes == Code.ERROR):
+                return self._filter_error(result, out, start, record)
             feasible_pos = out.feasible_positions()
             count = len(feasible_pos)
             # Rotated order from ``start``: the feasible positions at or after it, then the
@@ -384,6 +388,8 @@ class Scheduler:
             ordered = nodes
         else:
             out = self._find_feasible(fw, state, pod, nodes, start, to_find, record)
+            if fw.filter_may_fail and np.logical_or.reduce(out.codes == Code.ERROR):
+                return self._filter_error(result, out, 0, record)
             # The judged nodes in rotated order: every node, or a prefix that found enough.
             ordered = out.nodes
             feasible_pos = out.feasible_positions()
@@ -446,6 +452,26 @@ class Scheduler:
             pick = _nth_highest(totals, pick, int(self.rng.integers(count)))
         result.outcome = "assumed"
         result.node = snap.node_names[int(feasible[pick])]
+        return result
+
+    @staticmethod
+    def _filter_error(result: CycleResult, out: FilterOutcome, start: int,
+                      record: bool) -> CycleResult:
+        """A Filter answered Error on a judged node (its PreFilter state was absent): upstream's
+        findNodesThatPassFilters stops there and the cycle fails with that error, as
+        RunFilterPlugins words it. ``start`` is the position the search began at; explain
+        reports the nodes judged up to the failing one. The next cycle starts where this one
+        did (upstream counts the nodes its parallel workers had judged, which is not
+        deterministic)."""
+        failing = np.flatnonzero(out.codes == Code.ERROR)
+        later = failing[failing >= start]
+        pos = int(later[0] if later.size else failing[0])
+        plugin = out.plugin_at(pos)
+        result.outcome = "error"
+        result.message = f'running "{plugin}" filter plugin: {", ".join(out.reasons_at(pos))}'
+        result.status = Status(Code.ERROR, (result.message,), plugin)
+        if record:
+            result.filters = out.head(pos + 1)
         return result
 
     @staticmethod

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -312,6 +315,87 @@ def test_each_plugin_words_its_missing_pre_score_state(tmp_path: Path, plugin: s
     (p,) = data["pods"]
     assert p["result"] == "Error"
     assert p["message"] == f'running Score plugins: plugin "{plugin}" failed with: {message}'
+
+
+def no_pre_filter(*names: str) -> dict[str, Any]:
+    return {**NO_PRE_SCORE, "profiles": [{"plugins": {
+        "preFilter": {"disabled": [{"name": n} for n in names]}}}]}
+
+
+def tainted(name: str) -> dict[str, Any]:
+    doc = node_doc(name)
+    doc["spec"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]}
+    return doc
+
+
+def test_filter_without_pre_filter_state_fails_the_cycle_with_an_error(tmp_path: Path) -> None:
+    """Was a KeyError (#14): with every PreFilter disabled, NodePorts (first in the default
+    order to read PreFilter state) fails the first node that gets past the filters before it,
+    and the pod's cycle fails with that Error. The search stops there: the tainted node judged
+    before it and the failing node are reported, the node after it is not judged. A pod that
+    no node lets that far is unschedulable as usual."""
+    nowhere = pod_doc("nowhere", nodeSelector={"zone": "none"})
+    data = run(tmp_path, [tainted("a"), node_doc("b"), node_doc("c"), pod_doc("p"), nowhere],
+               no_pre_filter("*"))
+    by_pod = {p["pod"]: p for p in data["pods"]}
+    p = by_pod["default/p"]
+    assert p["result"] == "Error" and p["selectedNode"] is None
+    assert p["message"] == ('running "NodePorts" filter plugin: reading "PreFilterNodePorts" '
+                            "from cycleState: not found")
+    nodes = p["nodes"]
+    assert nodes["a"]["filter"]["TaintToleration"]["code"] == "UnschedulableAndUnresolvable"
+    assert nodes["b"]["filter"]["NodePorts"]["code"] == "Error"
+    assert nodes["b"]["filter"]["NodeResourcesFit"]["reasons"] == [
+        'error reading "PreFilterNodeResourcesFit" from cycleState: not found']
+    assert nodes["c"]["filter"] == {} and not any(n["feasible"] for n in nodes.values())
+    other = by_pod["default/nowhere"]
+    assert other["result"] == "Unschedulable"
+    # DynamicResources' PostFilter (before preemption) fails reading its state too.
+    assert other["message"] == ("0/3 nodes are available: 1 node(s) had untolerated taint(s), "
+                                "2 node(s) didn't match Pod's node affinity/selector. not found")
+
+
+@pytest.mark.parametrize(("plugin", "message"), [
+    ("NodeResourcesFit", 'error reading "PreFilterNodeResourcesFit" from cycleState: not found'),
+    ("PodTopologySpread", 'reading "PreFilterPodTopologySpread" from cycleState: not found'),
+    ("InterPodAffinity", 'error reading "PreFilterInterPodAffinity" from cycleState: not found'),
+    ("DynamicResources", "not found"),
+    ("NodePorts", 'reading "PreFilterNodePorts" from cycleState: not found'),
+    ("VolumeRestrictions", 'cannot read "PreFilterVolumeRestrictions" from cycleState'),
+    ("VolumeBinding", "not found"),
+    ("NodeDeclaredFeatures",
+     'error reading "PreFilterNodeDeclaredFeatures" from cycle-state: not found'),
+])
+def test_each_filter_words_its_missing_pre_filter_state(tmp_path: Path, plugin: str,
+                                                       message: str) -> None:
+    data = run(tmp_path, [node_doc("a"), node_doc("b"), pod_doc("p")], no_pre_filter(plugin))
+    (p,) = data["pods"]
+    assert p["result"] == "Error"
+    assert p["message"] == f'running "{plugin}" filter plugin: {message}'
+
+
+def test_filters_that_need_no_pre_filter_state_decide_without_it(tmp_path: Path) -> None:
+    """NodeAffinity computes what its PreFilter would have stored, as upstream's does."""
+    config = no_pre_filter("NodeAffinity")
+    data = run(tmp_path, [node_doc("a", zone="x"), node_doc("b", zone="y"),
+                          pod_doc("p", nodeSelector={"zone": "y"})], config)
+    (p,) = data["pods"]
+    assert p["result"] == "Scheduled" and p["selectedNode"] == "b"
+
+
+def test_explain_with_every_pre_filter_disabled_exits_0_without_a_traceback(
+        tmp_path: Path) -> None:
+    """Through the CLI, as a user runs it: the Error is the pod's result, not a crash."""
+    manifests = write(tmp_path, "m.yaml", [node_doc("a"), pod_doc("p")])
+    config = write(tmp_path, "c.yaml", no_pre_filter("*"))
+    proc = subprocess.run([sys.executable, "-m", "kubeberth", "explain", "-f", str(manifests),
+                           "--config", str(config), "-o", "json"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    (p,) = json.loads(proc.stdout)["pods"]
+    assert (p["result"], p["message"]) == ("Error", 'running "NodePorts" filter plugin: reading '
+                                           '"PreFilterNodePorts" from cycleState: not found')
 
 
 def test_scores_that_need_no_pre_score_state_compute_without_it(tmp_path: Path) -> None:

@@ -129,7 +129,8 @@ def _scheduler(snap: ClusterState, score: str, binder: object = None,
     def only(*names: str) -> PluginSet:
         return PluginSet(enabled=[PluginRef(n) for n in names])
 
-    plugins = {"queueSort": only("PrioritySort"), "preFilter": only("GpuDevices"),
+    plugins = {"queueSort": only("PrioritySort"),
+               "preFilter": only("NodeResourcesFit", "GpuDevices"),
                "filter": only("NodeResourcesFit", "GpuDevices"), "score": only(score),
                "reserve": only("GpuDevices"), "bind": only("DefaultBinder")}
     config = SchedulerConfiguration(profiles=[Profile(

@@ -170,11 +170,14 @@ def test_pre_filter_state_lists_checks() -> None:
     assert s.labels[0] == "Too many pods"
 
 
-def test_filter_without_pre_filter_state_computes_it() -> None:
-    snap = cluster(make_node("n", {"cpu": "1"}))
+def test_filter_without_pre_filter_state_is_an_error() -> None:
+    """A profile that disables the PreFilter: upstream's Filter fails reading its state."""
+    snap = cluster(make_node("n", {"cpu": "1"}), make_node("m", {"cpu": "4"}))
     pod = make_pod("p", {"cpu": "2"})
     res = fit().filter(CycleState(), pod, snap, snap.node_ids())
-    assert res.status(0, NAME).reasons == ("Insufficient cpu",)
+    assert res.codes.tolist() == [Code.ERROR, Code.ERROR]
+    assert res.status(1, NAME).reasons == (
+        'error reading "PreFilterNodeResourcesFit" from cycleState: not found',)
 
 
 def test_filter_sees_pods_added_after_pre_filter() -> None:
@@ -221,7 +224,9 @@ def test_many_failing_requests_are_all_reported(count: int) -> None:
 def test_passing_nodes_share_one_empty_reason_entry() -> None:
     snap = cluster(*(make_node(f"n{i}", {"cpu": "2"}) for i in range(4)))
     place(snap, make_pod("a", {"cpu": "2"}), "n1")
-    res = fit().filter(CycleState(), make_pod("p", {"cpu": "1"}), snap, snap.node_ids())
+    plugin, state, pod = fit(), CycleState(), make_pod("p", {"cpu": "1"})
+    plugin.pre_filter(state, pod, snap)
+    res = plugin.filter(state, pod, snap, snap.node_ids())
     assert res.codes.tolist() == [0, Code.UNSCHEDULABLE, 0, 0]
     assert res.codes.dtype == np.int8 and res.reason_ids.dtype == np.int32
     assert res.reasons == [(), ("Insufficient cpu",)]

@@ -42,6 +42,8 @@ DEFAULT_PLUGINS: list[tuple[str, int]] = [
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", 0),
+    # On by default since 1.36 (the NodeDeclaredFeatures gate went beta); unmodelled.
+    ("NodeDeclaredFeatures", 0),
     # The native gang and topology-aware workload scheduling of Kubernetes 1.37 (KEP-4671,
     # KEP-5732); they act only on pods that join a scheduling.k8s.io PodGroup (docs/gangs.md).
     ("GangScheduling", 0),

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -67,6 +67,36 @@ UNMODELLED_PLUGINS = frozenset({
     "AzureDiskLimits", "CinderLimits", "VolumeBinding", "VolumeZone", "ImageLocality",
     "NodeDeclaredFeatures",
 })
+
+# Unmodelled upstream plugins whose Filter reads what their PreFilter wrote, and the error that
+# Filter returns on every node when a profile disables the PreFilter but not the Filter
+# (upstream v1.37's wording). That error fails the pod's cycle, so such a profile keeps them.
+MISSING_PRE_FILTER_ERRORS: dict[str, str] = {
+    "NodePorts": 'reading "PreFilterNodePorts" from cycleState: not found',
+    "VolumeRestrictions": 'cannot read "PreFilterVolumeRestrictions" from cycleState',
+    "VolumeBinding": "not found",
+    "NodeDeclaredFeatures": 'error reading "PreFilterNodeDeclaredFeatures" from cycle-state: '
+                            "not found",
+}
+
+
+class _WithoutPreFilterState(FilterPlugin):
+    """An unmodelled plugin's Filter whose PreFilter did not run: upstream's error on every
+    node (with its PreFilter, it would have nothing to decide on kubeberth's inputs)."""
+
+    message: ClassVar[str]
+
+    def filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+               nodes: IntArray) -> FilterResult:
+        return FilterResult.error(len(nodes), self.message)
+
+
+def _without_pre_filter_state(name: str) -> FilterPlugin:
+    kind = type(name, (_WithoutPreFilterState,),
+                {"name": name, "message": MISSING_PRE_FILTER_ERRORS[name]})
+    plugin: FilterPlugin = kind()
+    return plugin
+
 
 EXTENSION_POINT_KINDS: dict[str, type[Plugin]] = {
     "preEnqueue": PreEnqueuePlugin,
@@ -206,6 +236,21 @@ class FilterOutcome:
         k = int(self.first_plugin[pos])
         return "" if k < 0 else self.plugin_names[k]
 
+    def head(self, count: int) -> FilterOutcome:
+        """A recorded outcome cut to its first ``count`` positions (the nodes a search that
+        stopped there had judged)."""
+        per_plugin = {name: FilterResult(res.codes[:count], res.reason_ids[:count],
+                                         res.reasons)
+                      for name, res in self.per_plugin.items()}
+        segments = [tuple(_Segment(per_plugin[name], None, 0) for _ in segs)
+                    for name, segs in zip(self.plugin_names, self.segments, strict=True)]
+        out = FilterOutcome(self.nodes[:count], self.codes[:count],
+                            self.first_plugin[:count], self.plugin_names, segments,
+                            {p: r for p, r in self.overrides.items() if p < count})
+        out.per_plugin = per_plugin
+        out.with_nominated = {p: v for p, v in self.with_nominated.items() if p < count}
+        return out
+
 
 class _Segment:
     """One filter result and which outcome positions it judged."""
@@ -252,13 +297,17 @@ def expand_points(profile: Profile, kinds: Mapping[str, type[Plugin]],
     """Upstream's multiPoint expansion, point by point: the point's own plugins that multiPoint
     also names (their weight wins), then multiPoint's that implement the point (unless the
     point disables them), then the point's others. Unmodelled upstream plugins are left out
-    and noted in ``unmodelled``; with None, a point naming one is an error (the placement
-    points: no unmodelled plugin implements them)."""
+    and noted in ``unmodelled``, except those of :data:`MISSING_PRE_FILTER_ERRORS` at the
+    PreFilter and Filter points, which stay in their place (the caller decides whether their
+    Filter fails); with None, a point naming one is an error (the placement points: no
+    unmodelled plugin implements them)."""
     multi = profile.plugins.get(MULTI_POINT)
     multi_enabled = [(r.name, r.weight) for r in (multi.enabled if multi else [])]
     multi_names = {n for n, _ in multi_enabled}
     out: dict[str, list[tuple[str, int]]] = {}
     for point, kind in kinds.items():
+        kept = frozenset(MISSING_PRE_FILTER_ERRORS) if unmodelled is not None and kind in (
+            PreFilterPlugin, FilterPlugin) else frozenset()
         pset = profile.plugins.get(point)
         specific = [(r.name, r.weight) for r in (pset.enabled if pset else [])]
         disabled = set(pset.disabled if pset else [])
@@ -274,9 +323,10 @@ def expand_points(profile: Profile, kinds: Mapping[str, type[Plugin]],
         from_multi: list[tuple[str, int]] = []
         if "*" not in disabled:
             for name, weight in multi_enabled:
-                if name in disabled or name in specific_names or name in UNMODELLED_PLUGINS:
+                if name in disabled or name in specific_names or (
+                        name in UNMODELLED_PLUGINS and name not in kept):
                     continue
-                if isinstance(plugin(name), kind):
+                if name in kept or isinstance(plugin(name), kind):
                     from_multi.append((name, weight))
         rest = [(n, w) for n, w in specific if n not in multi_names]
         chosen = []
@@ -285,7 +335,8 @@ def expand_points(profile: Profile, kinds: Mapping[str, type[Plugin]],
             if name in UNMODELLED_PLUGINS and unmodelled is not None:
                 if name not in unmodelled:
                     unmodelled.append(name)
-                continue
+                if name not in kept:
+                    continue
             if name in seen:
                 raise InputError(f"plugin {name!r} is enabled twice for {point}",
                                  field=f"profiles[{profile.index}].plugins.{point}",
@@ -327,8 +378,20 @@ class Framework:
         points = expand_points(profile, EXTENSION_POINT_KINDS, self.plugin, self.unmodelled)
         self.pre_enqueue: list[PreEnqueuePlugin] = self._typed(points, "preEnqueue")
         sorts: list[QueueSortPlugin] = self._typed(points, "queueSort")
-        self.pre_filter: list[PreFilterPlugin] = self._typed(points, "preFilter")
-        self.filter: list[FilterPlugin] = self._typed(points, "filter")
+        pre_filters = [name for name, _ in points["preFilter"]]
+        self.pre_filter: list[PreFilterPlugin] = self._typed(
+            {"preFilter": [(n, 0) for n in pre_filters if n not in MISSING_PRE_FILTER_ERRORS]},
+            "preFilter")
+        self.filter: list[FilterPlugin] = [
+            _without_pre_filter_state(name) if name in MISSING_PRE_FILTER_ERRORS
+            else self._typed({"filter": [(name, 0)]}, "filter")[0]
+            for name, _ in points["filter"]
+            if name not in MISSING_PRE_FILTER_ERRORS or name not in pre_filters]
+        # Only a Filter whose PreFilter this profile does not run can answer Error (the state it
+        # reads may be absent), so other profiles' cycles do not look for Errors.
+        self.filter_may_fail = any(
+            isinstance(p, _WithoutPreFilterState)
+            or (isinstance(p, PreFilterPlugin) and p not in self.pre_filter) for p in self.filter)
         self.post_filter: list[PostFilterPlugin] = self._typed(points, "postFilter")
         self.pre_score: list[PreScorePlugin] = self._typed(points, "preScore")
         self.score: list[ScorePlugin] = self._typed(points, "score")

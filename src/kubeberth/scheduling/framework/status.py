@@ -140,6 +140,14 @@ class FilterResult:
         return self._reasons
 
     @classmethod
+    def error(cls, n: int, message: str) -> FilterResult:
+        """An Error on all ``n`` candidates: what upstream's Filter returns when the state its
+        PreFilter writes is absent (a profile that disables that PreFilter); the first such
+        verdict on a judged node fails the pod's cycle."""
+        return cls(np.full(n, int(Code.ERROR), dtype=np.int8), np.ones(n, dtype=np.int32),
+                   [(), (message,)])
+
+    @classmethod
     def passing(cls, n: int) -> FilterResult:
         """A verdict that passes all ``n`` candidates. Most filters pass every node most of
         the time, so one result per batch size is shared between calls: nothing in it changes

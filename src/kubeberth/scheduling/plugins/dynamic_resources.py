@@ -24,8 +24,11 @@ from kubeberth.scheduling.framework.cycle_state import CycleState
 from kubeberth.scheduling.framework.handle import Handle
 from kubeberth.scheduling.framework.interface import (
     ClusterEvent,
+    Diagnosis,
     EnqueueExtensions,
     FilterPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
@@ -54,8 +57,8 @@ class _CycleData:
         return self
 
 
-class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReservePlugin,
-                       EnqueueExtensions):
+class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
+                       ReservePlugin, EnqueueExtensions):
     name = NAME
 
     def __init__(self, handle: Handle) -> None:
@@ -72,6 +75,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
     def pre_filter(self, state: CycleState, pod: PodInfo,
                    snap: ClusterState) -> tuple[PreFilterResult | None, Status]:
         if not pod.pod.spec.resource_claims:
+            # Upstream writes its (empty) state before skipping; PostFilter reads it.
+            state.write(_STATE_KEY, _CycleData([]))
             return None, SKIP
         dra = snap.dra
         claims: list[tuple[str, ResourceClaim]] = []
@@ -91,7 +96,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
                nodes: IntArray) -> FilterResult:
         data = state.get(_STATE_KEY)
         if not isinstance(data, _CycleData):
-            return all_pass(len(nodes))
+            # Upstream's PreFilter skips the Filter of a pod without claims; without it (a
+            # profile that disables the PreFilter) the Filter's read fails.
+            return FilterResult.error(len(nodes), "not found")
         dra = snap.dra
         codes = np.zeros(len(nodes), dtype=np.int8)
         ids = np.zeros(len(nodes), dtype=np.int32)
@@ -133,6 +140,16 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, ReserveP
         if not codes.any():
             return all_pass(len(nodes))
         return FilterResult(codes, ids, table)
+
+    def post_filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
+                    diagnosis: Diagnosis) -> tuple[PostFilterResult | None, Status]:
+        """Upstream's PostFilter frees a claim of a pod that fits nowhere, which is not modelled
+        (the pod keeps its claims): it passes on to the next PostFilter. Without its PreFilter
+        state (a profile that disables the PreFilter) upstream's read fails, and that Error
+        ends PostFilter (no preemption is tried)."""
+        if not isinstance(state.get(_STATE_KEY), _CycleData):
+            return None, Status(Code.ERROR, ("not found",))
+        return None, Status(Code.UNSCHEDULABLE)
 
     def reserve(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                 node: int) -> Status:

@@ -459,7 +459,10 @@ class InterPodAffinity(PreFilterPlugin, UpdateWithPod, FilterPlugin, PreScorePlu
 
     def filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                nodes: IntArray) -> FilterResult:
-        s = state.read(PRE_FILTER_STATE_KEY, _PreFilterState)
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return FilterResult.error(len(nodes), f'error reading "{PRE_FILTER_STATE_KEY}" '
+                                      "from cycleState: not found")
         n = len(nodes)
         reason = np.zeros(n, dtype=np.int32)
         required = s.terms.required_affinity

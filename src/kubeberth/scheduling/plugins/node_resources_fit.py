@@ -337,7 +337,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                nodes: IntArray) -> FilterResult:
         s = state.get(PRE_FILTER_KEY)
         if not isinstance(s, PreFilterState):
-            s = self.compute_pre_filter_state(pod)
+            return FilterResult.error(len(nodes), f'error reading "{PRE_FILTER_KEY}" from '
+                                      "cycleState: not found")
         columns, requests = self._filter_columns(s, snap)
         checks = 1 + len(columns)
         # Past 63 checks the bits cannot hold them all: the kernel then records each verdict.

@@ -582,7 +582,10 @@ class PodTopologySpread(PreFilterPlugin, UpdateWithPod, FilterPlugin, PreScorePl
 
     def filter(self, state: CycleState, pod: PodInfo, snap: ClusterState,
                nodes: IntArray) -> FilterResult:
-        s = state.read(PRE_FILTER_STATE_KEY, _PreFilterState)
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return FilterResult.error(len(nodes), f'reading "{PRE_FILTER_STATE_KEY}" from '
+                                      "cycleState: not found")
         n = len(nodes)
         codes = np.zeros(n, dtype=np.int8)
         reason_ids = np.zeros(n, dtype=np.int32)
