@@ -96,7 +96,15 @@ func runAdmit(args []string) int {
 		fmt.Fprintln(os.Stderr, "oracle:", err)
 		return 2
 	}
-	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(in.config.FeatureGates); err != nil {
+	// The fake client has no server-side apply: Kueue's unit tests turn its apply patches into
+	// strategic merges, which keep what an apply would remove (a cleared status.admission stays).
+	// With WorkloadRequestUseMergePatch Kueue writes merge patches, which the fake client applies
+	// as the API server would. The Configuration's own featureGates come after.
+	gates := map[string]bool{"WorkloadRequestUseMergePatch": true}
+	for k, v := range in.config.FeatureGates {
+		gates[k] = v
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
 		fmt.Fprintln(os.Stderr, "oracle: Configuration featureGates:", err)
 		return 2
 	}
