@@ -30,7 +30,7 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 var gateDefaults = map[string]bool{"SchedulerAsyncPreemption": false, "OpportunisticBatching": false}
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: oracle explain -f manifests.yaml [-f ...] [--config sched.yaml] [--hints choices.json] [--feature-gates A=true,B=false] [-o json]\n       oracle deschedule -f manifests.yaml [-f ...] --policy policy.yaml [--now RFC3339] [-o json]\n       oracle cluster --data-dir DIR [--port P] [--token-file F] [--apiserver-arg=--flag=value ...]\n       oracle kube-scheduler [kube-scheduler flags]\n       oracle kube-controller-manager [kube-controller-manager flags]\n       oracle kwok --kubeconfig F [kwok flags]\n       oracle version")
+	fmt.Fprintln(os.Stderr, "usage: oracle explain -f manifests.yaml [-f ...] [--config sched.yaml] [--hints choices.json] [--feature-gates A=true,B=false] [-o json]\n       oracle deschedule -f manifests.yaml [-f ...] --policy policy.yaml [--now RFC3339] [-o json]\n       oracle admit -f manifests.yaml [-f ...] [--cycles N] [--now RFC3339] [-o json]\n       oracle cluster --data-dir DIR [--port P] [--token-file F] [--apiserver-arg=--flag=value ...]\n       oracle kube-scheduler [kube-scheduler flags]\n       oracle kube-controller-manager [kube-controller-manager flags]\n       oracle kwok --kubeconfig F [kwok flags]\n       oracle version")
 	os.Exit(2)
 }
 
@@ -65,6 +65,8 @@ func main() {
 		os.Exit(runExplain(os.Args[2:]))
 	case "deschedule":
 		os.Exit(runDeschedule(os.Args[2:]))
+	case "admit":
+		os.Exit(runAdmit(os.Args[2:]))
 	case "cluster":
 		os.Exit(runCluster(os.Args[2:]))
 	case "kube-scheduler":

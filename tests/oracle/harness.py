@@ -38,10 +38,11 @@ KNOWN_BUGS: dict[str, str] = {}
 
 
 def _stale() -> bool:
-    if not BINARY.exists():
+    if not BINARY.exists() or not (CACHE / "bin" / "oracle-kueue").exists():
         return True
-    built = BINARY.stat().st_mtime
-    sources = [*(ROOT / "oracle").glob("*.go"), ROOT / "oracle" / "go.mod"]
+    built = min(BINARY.stat().st_mtime, (CACHE / "bin" / "oracle-kueue").stat().st_mtime)
+    sources = [*(ROOT / "oracle").glob("*.go"), ROOT / "oracle" / "go.mod",
+               *(ROOT / "oracle" / "kueue").glob("*.go"), ROOT / "oracle" / "kueue" / "go.mod"]
     return any(f.stat().st_mtime > built for f in sources)
 
 
