@@ -103,9 +103,10 @@ def timed_trace(run: GangRun, rng: np.random.Generator, gpus: int) -> list[Trace
     """The run's rows with their run times and arrivals (module docstring)."""
     rows = load_trace(run.trace)
     order = rng.permutation(len(rows))[:run.pods]
-    times = {tp.pod.metadata.name: tp.duration for tp in bundled_pods()}
+    default = bundled_pods()
+    times = {tp.pod.metadata.name: tp.duration for tp in default}
     by_gpus: dict[int, list[float | None]] = {}
-    for tp in bundled_pods():
+    for tp in default:
         by_gpus.setdefault(_whole_gpus(tp.pod), []).append(tp.duration)
     picked: list[tuple[Pod, float | None]] = []
     for i in order:
