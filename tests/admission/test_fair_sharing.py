@@ -129,6 +129,26 @@ def test_tournament_admits_lowest_share_first(tmp_path: Path) -> None:
     assert states(fair)["default/a-next"][0] == "Pending"
 
 
+def test_tournament_puts_nominal_quota_before_a_lower_share(tmp_path: Path) -> None:
+    def two_flavors(premium: str, cheap: str) -> list[dict[str, Any]]:
+        return [group([CPU], ("premium", [quota(CPU, premium)]), ("cheap", [quota(CPU, cheap)]))]
+
+    docs = [flavor("premium"), flavor("cheap"), configuration(fair_sharing=True),
+            cluster_queue("a", two_flavors("3", "0"), cohort="co"), local_queue("a"),
+            cluster_queue("b", two_flavors("0", "6"), cohort="co"), local_queue("b"),
+            workload("a-premium", "a", {CPU: "2"}, admitted=("a", {CPU: "premium"})),
+            workload("a-cheap", "a", {CPU: "5"}, admitted=("a", {CPU: "cheap"})),
+            workload("b-next", "b", {CPU: "1"}, priority=0),
+            workload("a-next", "a", {CPU: "1"}, priority=0, created=5)]
+    data, _ = run(tmp_path, docs, cycles=1)
+    # a borrows 5 cheap, so its share after admission is far above b's (b-next borrows the last
+    # premium); b-next is also older. But a-next stays within a's premium quota while b would
+    # borrow premium: Kueue (FairSharingPrioritizeNonBorrowing) takes a-next first, and b-next
+    # no longer fits on premium.
+    assert states(data)["default/a-next"][0] == "Admitted"
+    assert states(data)["default/b-next"][0] == "Pending"
+
+
 def test_cohort_weight_in_hierarchy(tmp_path: Path) -> None:
     from .builders import cohort
 

@@ -59,9 +59,9 @@ def _on_a(name: str, requests: dict[str, str]) -> dict[str, Any]:
 # ---- dominant resource share -------------------------------------------------------------------
 @pytest.mark.parametrize(("a_cpu", "b_cpu", "used", "share"), [
     # One milli-cpu over the nominal quota is borrowing: 1 of the 8000m lendable, per mille.
-    ("2", "6", "2001m", DRS(1.0, 0.125, CPU)),
+    ("2", "6", "2001m", DRS(1.0, 0.125, CPU, frozenset({("default", CPU)}))),
     # A cohort that can lend a single milli-cpu: borrowing all of it is 1000 per mille.
-    ("0", "1m", "1m", DRS(1.0, 1000.0, CPU)),
+    ("0", "1m", "1m", DRS(1.0, 1000.0, CPU, frozenset({("default", CPU)}))),
     # Exactly at the nominal quota is not borrowing.
     ("2", "6", "2", DRS(1.0, 0.0, "")),
 ])
@@ -73,10 +73,11 @@ def test_share_at_the_smallest_amounts(tmp_path: Path, a_cpu: str, b_cpu: str, u
 
 
 @pytest.mark.parametrize(("used", "share"), [
-    # Borrowing only a resource no one in the cohort has quota for: no ratio, no resource.
-    ({GPU: "1"}, DRS(1.0, 0.0, "")),
+    # Borrowing only a resource no one in the cohort has quota for: no ratio, no resource, yet
+    # the queue is borrowing it (what the fair sharing order's "nominal first" rule reads).
+    ({GPU: "1"}, DRS(1.0, 0.0, "", frozenset({("default", GPU)}))),
     # Then the resources the cohort does lend decide alone: 1 of 4 cpu.
-    ({GPU: "1", CPU: "2"}, DRS(1.0, 250.0, CPU)),
+    ({GPU: "1", CPU: "2"}, DRS(1.0, 250.0, CPU, frozenset({("default", GPU), ("default", CPU)}))),
 ])
 def test_resource_the_cohort_lends_none_of(tmp_path: Path, used: dict[str, str],
                                            share: DRS) -> None:
@@ -94,7 +95,7 @@ def test_equal_ratios_name_the_first_resource_alphabetically(tmp_path: Path,
                           [quota(r, nominal[r][1]) for r in order], order,
                           _on_a("w", {CPU: "2", MEM: "2Gi"}))
     assert snapshot(load(tmp_path, docs)).cluster_queues["a"].dominant_resource_share() == \
-        DRS(1.0, 250.0, CPU)
+        DRS(1.0, 250.0, CPU, frozenset({("default", CPU), ("default", MEM)}))
 
 
 def test_share_carries_the_weight_when_not_borrowing(tmp_path: Path) -> None:

@@ -58,14 +58,6 @@ INVALID_INPUT = {
     "kueue-flavorassign-007": "cpu covered by two resource groups (a unit-test-only queue)",
 }
 
-# Until-settled runs that disagree after the first cycle (the one-cycle run agrees): kubeberth
-# differs from upstream here, most likely a kubeberth bug, not yet fixed. Strict, so a fix shows.
-SETTLE_DISAGREEMENTS = {
-    "kueue-preempt-fair-031": "kubeberth re-admits the victim b_prem1 on premium and preempts it "
-                              "again every other cycle, never admitting a_incoming; v0.17.0 "
-                              "re-admits b_prem1 on cheap and admits a_incoming",
-}
-
 PENDING_REASONS = {"Pending", "NoMatchingFlavor", "ExceedsMaxQuota", "WaitingForQuota",
                    "WaitingForPreemptedWorkloads"}
 
@@ -108,23 +100,23 @@ def _compare(case: dict[str, Any], tmp_path: Path, *extra: str) -> None:
     assert kb == oracle, f"kubeberth and Kueue v0.17.0 differ ({mode}); outputs in {tmp_path}"
 
 
-def _marked(skip: dict[str, str]) -> list[Any]:
+def _marked() -> list[Any]:
     out = []
     for c in CASES:
         if c["id"] in INVALID_INPUT:
             continue
-        reason = NEWER_THAN_PIN.get(c["id"]) or skip.get(c["id"])
+        reason = NEWER_THAN_PIN.get(c["id"])
         marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
         out.append(pytest.param(c, id=c["id"], marks=marks))
     return out
 
 
-@pytest.mark.parametrize("case", _marked({}))
+@pytest.mark.parametrize("case", _marked())
 def test_one_cycle_agrees_with_kueue(case: dict[str, Any], tmp_path: Path) -> None:
     _compare(case, tmp_path, "--cycles", "1")
 
 
-@pytest.mark.parametrize("case", _marked(SETTLE_DISAGREEMENTS))
+@pytest.mark.parametrize("case", _marked())
 def test_until_settled_agrees_with_kueue(case: dict[str, Any], tmp_path: Path) -> None:
     _compare(case, tmp_path)
 

@@ -311,9 +311,10 @@ def run_cycle(state: AdmissionState, now: float) -> CycleResult:
 
 
 def _fair_pop(snap: Snapshot, waiting: dict[str, _Nominee]) -> _Nominee:
-    """The fair sharing iterator: a tournament in the cohort tree where, at every cohort, the
-    child whose dominant resource share would be lowest after admitting its nominee wins
-    (then higher priority, then older). Shares are computed at each pop, on the snapshot as
+    """The fair sharing iterator: a tournament in the cohort tree where, at every cohort, a
+    child not borrowing on its nominee's flavors after admitting it wins over one that is, then
+    the child whose dominant resource share would be lowest wins (then higher priority, then
+    older). Shares are computed at each pop, on the snapshot as
     earlier entries of the cycle left it."""
     cq = snap.cluster_queues[min(waiting)]
     if cq.parent is None:
@@ -356,9 +357,17 @@ def _tournament(cohort: CohortSnapshot, waiting: dict[str, _Nominee],
 
 def _fair_less(a: _Nominee, b: _Nominee, cohort: str,
                shares: dict[tuple[str, str], DRS]) -> bool:
+    """Kueue's order with FairSharingPrioritizeNonBorrowing (on by default): a nominee whose
+    side of ``cohort`` is not borrowing on the flavors it asks for goes first, whatever the
+    shares; then the lower share, higher priority, older."""
+    assert a.assignment is not None and b.assignment is not None
     zero = DRS(1.0, 0.0, "")
-    c = compare_drs(shares.get((cohort, a.entry.key), zero),
-                    shares.get((cohort, b.entry.key), zero))
+    share_a = shares.get((cohort, a.entry.key), zero)
+    share_b = shares.get((cohort, b.entry.key), zero)
+    borrows_a = share_a.is_borrowing_on(a.assignment.usage)
+    if borrows_a != share_b.is_borrowing_on(b.assignment.usage):
+        return not borrows_a
+    c = compare_drs(share_a, share_b)
     if c:
         return c < 0
     if a.entry.wl.priority != b.entry.wl.priority:

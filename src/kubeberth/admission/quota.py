@@ -270,11 +270,18 @@ def lowest_subtree_that_fits(cq: ClusterQueueSnapshot, fr: FlavorResource,
 @dataclass(slots=True, frozen=True)
 class DRS:
     """A node's dominant resource share: usage above its subtree quota over what it could
-    borrow, per mille, before weighting."""
+    borrow, per mille, before weighting. ``borrowed`` names the flavor-resources over quota,
+    even those nobody lends (ratio zero), for the fair sharing order's "nominal first" rule."""
 
     fair_weight: float
     unweighted_ratio: float
     dominant_resource: str
+    borrowed: frozenset[FlavorResource] = frozenset()
+
+    def is_borrowing_on(self, requested: Usage) -> bool:
+        """Whether the node borrows a flavor-resource of which ``requested`` asks a positive
+        amount."""
+        return any(requested.get(fr, 0) > 0 for fr in self.borrowed)
 
     def is_zero(self) -> bool:
         return self.unweighted_ratio == 0
@@ -315,10 +322,12 @@ def dominant_resource_share(node: QuotaNode, extra: Usage) -> DRS:
     if node.parent is None:
         return drs
     borrowing: dict[str, int] = {}
+    borrowed_frs: set[FlavorResource] = set()
     for fr, quota in node.subtree_quota.items():
         borrowed = extra.get(fr, 0) + node.usage.get(fr, 0) - quota
         if borrowed > 0:
             borrowing[fr[1]] = borrowing.get(fr[1], 0) + borrowed
+            borrowed_frs.add(fr)
     if not borrowing:
         return drs
     lendable = _lendable(node.parent)
@@ -329,7 +338,7 @@ def dominant_resource_share(node: QuotaNode, extra: Usage) -> DRS:
             r = b * 1000.0 / lr
             if r > ratio or (r == ratio and rname < resource):
                 ratio, resource = r, rname
-    return DRS(node.fair_weight, ratio, resource)
+    return DRS(node.fair_weight, ratio, resource, frozenset(borrowed_frs))
 
 
 def _lendable(node: QuotaNode) -> dict[str, int]:
