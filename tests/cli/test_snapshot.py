@@ -212,11 +212,11 @@ def test_configurations_are_found_in_their_config_maps(serve: Any, tmp_path: Pat
     assert "kube-system/kube-scheduler-config:config.yaml" in out
     config = tmp_path / "snap" / "config" / "scheduler-config.yaml"
     assert "MostAllocated" in config.read_text()
-    kueue = tmp_path / "snap" / "24-configuration.config.kueue.x-k8s.io.yaml"
+    kueue = tmp_path / "snap" / "config" / "kueue-configuration.yaml"
     assert "fairSharing: {enable: true}" in kueue.read_text()
     mostly = decisions("-f", str(tmp_path / "snap"), "--config", str(config))
     assert mostly != decisions("-f", str(tmp_path / "snap"))
-    run("admit", "-f", str(tmp_path / "snap"))
+    run("admit", "-f", str(tmp_path / "snap"), "-f", str(kueue))
     snapshot(served, tmp_path / "anon", "--anonymize")
     anon_config = tmp_path / "anon" / "config" / "scheduler-config.yaml"
     nodes = json.loads((tmp_path / "anon.mapping.json").read_text())["node"]

@@ -131,7 +131,9 @@ def test_kueue_admission_ungates_the_pod(api: Api, running: Running) -> None:
     pod_obj = api.pods()["team-b/nb"]
     assert not pod_obj["spec"].get("schedulingGates")
     assert pod_obj["spec"]["nodeSelector"] == {"gpu": "a100"}
-    wl = api.objects("workloads", "team-b")["team-b/pod-nb"]
+    # Both servers serve scheduling.k8s.io's Workload too, which kubectl's "workloads" names
+    # first (docs/gangs.md): Kueue's by its full name.
+    wl = api.objects("workloads.kueue.x-k8s.io", "team-b")["team-b/pod-nb"]
     admission = wl["status"]["admission"]
     assert {p["name"]: p["flavors"] for p in admission["podSetAssignments"]} == {
         "main": {"cpu": "a100", "nvidia.com/gpu": "a100"}}

@@ -2,9 +2,10 @@
 
 The folder is what ``explain -f``, ``admit -f``, ``simulate --cluster`` and ``whatif -f`` read
 (docs/snapshot.md): one file per kind, numbered in load order, and ``config/`` with the
-scheduler's configuration when one was given or found (a subfolder, so a directory load does not
-read it as a manifest). The anonymization map is written next to the folder, never inside it,
-so sharing the folder never shares the map.
+scheduler's and Kueue's configurations when given or found (a subfolder, so a directory load
+does not read them as manifests: only some commands read each, and the others refuse it). The
+anonymization map is written next to the folder, never inside it, so sharing the folder never
+shares the map.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from kubeberth.scheduling.config.loader import load_scheduler_config
 
 CONFIG_DIR = "config"
 SCHEDULER_CONFIG_FILE = "scheduler-config.yaml"
+KUEUE_CONFIG_FILE = "kueue-configuration.yaml"
 
 
 def mapping_path(out_dir: Path) -> Path:
@@ -99,7 +101,8 @@ def snapshot_command(
                                              sort_keys=False)
             mapping = anon.mapping
         written = files(snap)
-        _write(out_dir, written, config_text)
+        _write(out_dir, written, {SCHEDULER_CONFIG_FILE: config_text,
+                                  KUEUE_CONFIG_FILE: snap.kueue_config})
         if anonymize:
             where = mapping_file or mapping_path(out_dir)
             _write_private(where, json.dumps(mapping, indent=2, sort_keys=True) + "\n")
@@ -117,13 +120,15 @@ def snapshot_command(
         out.print("no scheduler configuration found (the default profile applies; "
                   "--scheduler-config names one)")
     if snap.kueue_config is not None:
-        out.print(f"Kueue configuration from {snap.kueue_config_from}")
+        out.print(f"Kueue configuration from {snap.kueue_config_from}: "
+                  f"{out_dir}/{CONFIG_DIR}/{KUEUE_CONFIG_FILE} (admit -f and whatif read it)")
     if anonymize:
         out.print(f"anonymization map: {mapping_file or mapping_path(out_dir)} (mode 0600)")
 
 
-def _write(out_dir: Path, written: dict[str, str], config_text: str | None) -> None:
-    """The manifests, replacing a previous snapshot's files (and only those)."""
+def _write(out_dir: Path, written: dict[str, str], configs: dict[str, str | None]) -> None:
+    """The manifests and the configurations found, replacing a previous snapshot's files (and
+    only those)."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for old in out_dir.glob("[0-9][0-9]-*.yaml"):
@@ -131,9 +136,10 @@ def _write(out_dir: Path, written: dict[str, str], config_text: str | None) -> N
         shutil.rmtree(out_dir / CONFIG_DIR, ignore_errors=True)
         for name, text in written.items():
             (out_dir / name).write_text(text)
-        if config_text is not None:
-            (out_dir / CONFIG_DIR).mkdir()
-            (out_dir / CONFIG_DIR / SCHEDULER_CONFIG_FILE).write_text(config_text)
+        for name, config in configs.items():
+            if config is not None:
+                (out_dir / CONFIG_DIR).mkdir(exist_ok=True)
+                (out_dir / CONFIG_DIR / name).write_text(config)
     except OSError as err:
         raise InputError(f"cannot write {out_dir}: {err.strerror}", field="--out-dir",
                          expected="a folder this user can write") from None

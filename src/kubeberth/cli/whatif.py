@@ -33,7 +33,7 @@ from kubeberth.cli.common import (
     seconds,
     user_errors,
 )
-from kubeberth.cli.snapshot import CONFIG_DIR, SCHEDULER_CONFIG_FILE
+from kubeberth.cli.snapshot import CONFIG_DIR, KUEUE_CONFIG_FILE, SCHEDULER_CONFIG_FILE
 from kubeberth.config.manifests import Manifests, load_manifests
 from kubeberth.config.yamlsrc import Document
 from kubeberth.scheduling.config.loader import load_scheduler_config
@@ -209,10 +209,10 @@ def whatif(cluster: Manifests, added: Manifests, cfg: SchedulerConfiguration,
     }
 
 
-def _snapshot_config(paths: list[Path]) -> Path | None:
-    """The scheduler configuration ``kubeberth snapshot`` kept in a folder given to -f."""
+def _snapshot_config(paths: list[Path], name: str) -> Path | None:
+    """A configuration ``kubeberth snapshot`` kept in a folder given to -f."""
     for p in paths:
-        candidate = p / CONFIG_DIR / SCHEDULER_CONFIG_FILE
+        candidate = p / CONFIG_DIR / name
         if p.is_dir() and candidate.is_file():
             return candidate
     return None
@@ -228,7 +228,8 @@ def whatif_command(
     config: Annotated[Path | None, typer.Option(
         "--config", "-c", help="KubeSchedulerConfiguration to decide with (default: the "
                                "snapshot's config/scheduler-config.yaml, else upstream's "
-                               "default profile).")] = None,
+                               "default profile). The snapshot's "
+                               "config/kueue-configuration.yaml is read too.")] = None,
     kueue: Annotated[list[Path] | None, typer.Option(
         "--kueue", help="Kueue queue configuration replacing the cluster's objects of the "
                         "same kind and name (repeatable).")] = None,
@@ -251,9 +252,10 @@ def whatif_command(
 
     cfg: SchedulerConfiguration | None = None
     with user_errors():
-        cfg = load_scheduler_config(config or _snapshot_config(filename))
+        cfg = load_scheduler_config(config or _snapshot_config(filename, SCHEDULER_CONFIG_FILE))
         assume = seconds(assume_runtime, "--assume-runtime")
-        cluster = load_manifests(filename)
+        kueue_config = _snapshot_config(filename, KUEUE_CONFIG_FILE)
+        cluster = load_manifests([*filename, *([kueue_config] if kueue_config else [])])
         for path in kueue or []:
             cluster = with_queues(cluster, load_manifests([path]), str(path))
         added = load_manifests(add)

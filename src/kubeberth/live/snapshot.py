@@ -96,8 +96,6 @@ SCHEDULER_CONFIG_MAPS: tuple[tuple[str, str], ...] = (
 
 # Where Kueue's manager keeps its Configuration (Kueue's install manifests and Helm chart).
 KUEUE_CONFIG_MAPS: tuple[tuple[str, str], ...] = (("kueue-system", "kueue-manager-config"),)
-# Its file in a snapshot: numbered after every kind, so a directory load reads it as one.
-KUEUE_CONFIG_FILE = f"{len(KINDS):02d}-configuration.config.kueue.x-k8s.io.yaml"
 
 # Server-populated metadata the loaders must not see: identity and bookkeeping of one server.
 _DROPPED_META = ("managedFields", "resourceVersion", "uid", "generation", "selfLink",
@@ -296,14 +294,12 @@ def file_name(index: int, kind: Kind) -> str:
 
 
 def files(snap: Snapshot) -> dict[str, str]:
-    """File name -> YAML of every kind read that has objects, and of Kueue's Configuration."""
+    """File name -> YAML of every kind read that has objects."""
     out: dict[str, str] = {}
     for i, kind in enumerate(KINDS):
         objs = snap.objects.get(kind) or []
         if objs:
             out[file_name(i, kind)] = "---\n".join(dump_object(o) for o in objs)
-    if snap.kueue_config is not None:
-        out[KUEUE_CONFIG_FILE] = snap.kueue_config
     return out
 
 
