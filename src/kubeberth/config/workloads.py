@@ -1,28 +1,32 @@
-"""Deployments, ReplicaSets and Jobs from manifests, validated, with the pods they create.
+"""Deployments, ReplicaSets, StatefulSets and Jobs from manifests, validated, with the pods they
+create.
 
-A cluster re-creates an evicted pod only through the controller that owns it, under a new name,
-and a PodDisruptionBudget in percent is measured against that controller's scale. So the
-simulator needs the owners, not just their pods. This module decodes the owner documents the
-manifest loader keeps raw, checks what the API server's validation would refuse (a selector
-that does not match the template, a restartPolicy the controller does not allow, negative
-counts) and builds each pod an owner creates, named and labelled as the upstream controllers
-name them (``<deployment>-<pod-template-hash>-<5 chars>``, ``<job>-<5 chars>``) with a
-controller ownerReference. Names are derived from the owner and a counter, so runs are
-reproducible. Simulation timing comes from annotations (see docs/spill.md, "Owners"):
+A cluster re-creates an evicted pod only through the controller that owns it, under a new name, and
+a PodDisruptionBudget in percent is measured against that controller's scale. So the simulator needs
+the owners, not just their pods. This module decodes the owner documents the manifest loader keeps
+raw, checks what the API server's validation would refuse (a selector that does not match the
+template, a restartPolicy the controller does not allow, negative counts) and builds each pod an
+owner creates, named and labelled as the upstream controllers name them
+(``<deployment>-<pod-template-hash>-<5 chars>``, ``<job>-<5 chars>``, a StatefulSet's
+``<set>-<ordinal>``) with a controller ownerReference. Names are derived from the owner and a
+counter, so runs are reproducible. Simulation timing comes from annotations (see docs/spill.md,
+"Owners"):
 
 * ``kubeberth.io/arrival-seconds`` on the owner: when it is created (default 0);
-* ``kubeberth.io/duration-seconds`` on a Deployment or ReplicaSet: its lifetime, after which it
-  is deleted with its pods; on a Job's pod template: each pod's run time;
-* ``kubeberth.io/replicas-schedule`` on a Deployment or ReplicaSet: ``"600=8,1800=2"`` scales
-  it to 8 replicas at 600 s and to 2 at 1800 s.
+* ``kubeberth.io/duration-seconds`` on a Deployment, ReplicaSet or StatefulSet: its lifetime, after
+  which it is deleted with its pods; on a Job's pod template: each pod's run time;
+* ``kubeberth.io/replicas-schedule`` on a Deployment, ReplicaSet or StatefulSet: ``"600=8,1800=2"``
+  scales it to 8 replicas at 600 s and to 2 at 1800 s.
 
-Rollouts, revision history, Job success/failure policies and indexed Jobs are not modelled.
+Rollouts, revision history, a StatefulSet's volume claim templates, hostname and subdomain, Job
+success/failure policies and indexed Jobs are not modelled.
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import msgspec
@@ -39,7 +43,14 @@ from kubeberth.api.objects import (
 from kubeberth.api.resources import pod_requests
 from kubeberth.api.selectors import compile_label_selector
 from kubeberth.api.validation import check_labels, validate_pod_spec
-from kubeberth.api.workloads import Deployment, Job, PodTemplateSpec, ReplicaSet, Replicated
+from kubeberth.api.workloads import (
+    Deployment,
+    Job,
+    PodTemplateSpec,
+    ReplicaSet,
+    Replicated,
+    StatefulSet,
+)
 from kubeberth.config.manifests import (
     ANNOTATION_ARRIVAL,
     ANNOTATION_DURATION,
@@ -54,7 +65,12 @@ POD_TEMPLATE_HASH = "pod-template-hash"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 JOB_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
 DEFAULT_BACKOFF_LIMIT = 6  # upstream Job default
-OWNER_KINDS = ("Deployment", "ReplicaSet", "Job")
+OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
+# Labels the StatefulSet controller stamps on each pod (updateIdentity, setPodRevision).
+STATEFULSET_POD_NAME = "statefulset.kubernetes.io/pod-name"
+POD_INDEX = "apps.kubernetes.io/pod-index"
+CONTROLLER_REVISION_HASH = "controller-revision-hash"
+POD_MANAGEMENT_POLICIES = ("OrderedReady", "Parallel")
 # Upstream's rand.String alphabet (no vowels, no confusable digits).
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _UID_NAMESPACE = uuid.UUID("6f1c1a55-3b7e-4f4e-9a57-6b7562657274")
@@ -64,14 +80,14 @@ _UID_NAMESPACE = uuid.UUID("6f1c1a55-3b7e-4f4e-9a57-6b7562657274")
 class Owner(NamespacedName):
     """A controller that owns pods, reduced to what the simulator replays."""
 
-    kind: str  # Deployment, ReplicaSet or Job
+    kind: str  # Deployment, ReplicaSet, StatefulSet or Job
     name: str
     namespace: str
     uid: str
     template: PodTemplateSpec
-    replicas: int  # Deployment/ReplicaSet desired replicas at creation
+    replicas: int  # Deployment/ReplicaSet/StatefulSet desired replicas at creation
     arrival: float  # seconds on the simulated clock
-    lifetime: float | None = None  # Deployment/ReplicaSet: deleted after this long
+    lifetime: float | None = None  # Deployment/ReplicaSet/StatefulSet: deleted after this long
     schedule: list[tuple[float, int]] = field(default_factory=list)  # (time, replicas)
     # Job only.
     completions: int | None = None
@@ -82,6 +98,11 @@ class Owner(NamespacedName):
     created: int = 0
     # The ReplicaSet a Deployment's pods belong to ("" for the others).
     replica_set: str = ""
+    # StatefulSet only: OrderedReady (True) creates pod i+1 once pod i is Running and Ready;
+    # Parallel (False) creates them all at once. Ordinals run from ``start_ordinal``.
+    ordered: bool = False
+    start_ordinal: int = 0
+    revision: str = ""  # controller-revision-hash label value
 
     @property
     def controller_kind(self) -> str:
@@ -93,13 +114,62 @@ class Owner(NamespacedName):
     def controller_name(self) -> str:
         return self.replica_set or self.name
 
-    def new_pod(self) -> Pod:
-        """The next pod this owner creates, with upstream-style name, labels and ownerRef."""
+    def ordinal_of(self, pod_name: str) -> int | None:
+        """A StatefulSet pod's ordinal from its name (None: not ``<set>-<ordinal>``), as the
+        controller's getParentNameAndOrdinal reads it."""
+        prefix, _, tail = pod_name.rpartition("-")
+        return int(tail) if prefix == self.name and tail.isdigit() else None
+
+    def ordinals_in(self, pods: Iterable[Pod]) -> dict[int, bool]:
+        """The ordinals of this StatefulSet among manifest ``pods`` (its namespace, its
+        template's labels, named ``<set>-<ordinal>``), each with whether the controller sees
+        it Running and Ready: phase Running with condition Ready True, or, for a bound pod
+        whose status is not given (a hand-written bundle), True: it stands for a running pod.
+        A Succeeded or Failed pod counts as present and not ready (not replaced here)."""
+        labels = self.template.metadata.labels.items()
+        out: dict[int, bool] = {}
+        for pod in pods:
+            ordinal = self.ordinal_of(pod.metadata.name)
+            if ordinal is None or pod.metadata.namespace != self.namespace \
+                    or not labels <= pod.metadata.labels.items():
+                continue
+            status = pod.status
+            if status.phase:
+                out[ordinal] = status.phase == "Running" and any(
+                    c.type == "Ready" and c.status == "True" for c in status.conditions)
+            else:
+                out[ordinal] = bool(pod.spec.node_name)
+        return out
+
+    def stateful_sync(self, replicas: int, ready: Mapping[int, bool]) -> tuple[list[int], bool]:
+        """One StatefulSet controller sync over its live pods' ordinals (-> Running and Ready):
+        the ordinals to create now, lowest first, and whether the sync goes on to delete the
+        condemned pods (OrderedReady stops at the first pod it creates or that is not Running
+        and Ready; Parallel never stops)."""
+        create: list[int] = []
+        for ordinal in range(self.start_ordinal, self.start_ordinal + replicas):
+            if ordinal not in ready:
+                create.append(ordinal)
+                if self.ordered:
+                    return create, False
+            elif self.ordered and not ready[ordinal]:
+                return create, False
+        return create, True
+
+    def new_pod(self, ordinal: int = 0) -> Pod:
+        """The next pod this owner creates, with upstream-style name, labels and ownerRef; a
+        StatefulSet's is the one of ``ordinal``."""
         self.created += 1
         base = self.controller_name
-        suffix = _suffix(f"{self.uid}/{self.created}")
         meta = self.template.metadata
         labels = dict(meta.labels)
+        if self.kind == "StatefulSet":
+            name = f"{self.name}-{ordinal}"
+            labels[CONTROLLER_REVISION_HASH] = self.revision
+            labels[STATEFULSET_POD_NAME] = name
+            labels[POD_INDEX] = str(ordinal)
+        else:
+            name = f"{base}-{_suffix(f'{self.uid}/{self.created}')}"
         if self.kind == "Deployment":
             labels[POD_TEMPLATE_HASH] = self.replica_set.rsplit("-", 1)[1]
         if self.kind == "Job":
@@ -112,7 +182,7 @@ class Owner(NamespacedName):
                              uid=_uid(self.controller_kind, self.namespace, self.controller_name),
                              controller=True)
         return Pod(
-            metadata=ObjectMeta(name=f"{base}-{suffix}", namespace=self.namespace, labels=labels,
+            metadata=ObjectMeta(name=name, namespace=self.namespace, labels=labels,
                                 annotations=dict(meta.annotations), owner_references=[ref]),
             spec=_copy_spec(self.template.spec),
         )
@@ -211,7 +281,7 @@ def _owner_timing(doc: Document, meta: ObjectMeta, lifetime_allowed: bool
     return arrival, lifetime
 
 
-def _replicated(doc: Document, obj: Replicated) -> Owner:
+def _replicated(doc: Document, obj: Replicated | StatefulSet) -> Owner:
     meta = obj.metadata
     check_metadata(doc, meta, namespaced=True)
     _non_negative(doc, obj.spec.replicas, "spec.replicas")
@@ -235,6 +305,23 @@ def _replicated(doc: Document, obj: Replicated) -> Owner:
                   schedule=schedule)
     if doc.kind == "Deployment":
         owner.replica_set = f"{meta.name}-{_template_hash(template)}"
+    return owner
+
+
+def _stateful_set(doc: Document, obj: StatefulSet) -> Owner:
+    """A StatefulSet's owner: a replicated owner whose pods have ordinals."""
+    spec = obj.spec
+    policy = spec.pod_management_policy
+    if policy not in POD_MANAGEMENT_POLICIES:
+        raise doc.error(f"unsupported podManagementPolicy {policy!r}",
+                        field="spec.podManagementPolicy",
+                        expected=" or ".join(POD_MANAGEMENT_POLICIES))
+    start = 0 if spec.ordinals is None else spec.ordinals.start
+    _non_negative(doc, start, "spec.ordinals.start")
+    owner = _replicated(doc, obj)
+    owner.ordered = policy == "OrderedReady"
+    owner.start_ordinal = start
+    owner.revision = f"{owner.name}-{_template_hash(spec.template)}"
     return owner
 
 
@@ -262,7 +349,8 @@ def _job(doc: Document, job: Job) -> Owner:
 
 
 def load_owners(manifests: Manifests) -> list[Owner]:
-    """The Deployments, ReplicaSets and Jobs among ``manifests.other``, in input order."""
+    """The Deployments, ReplicaSets, StatefulSets and Jobs among ``manifests.other``, in input
+    order."""
     owners: list[Owner] = []
     seen: set[tuple[str, str, str]] = set()
     for doc in manifests.of_kind(*OWNER_KINDS):
@@ -270,6 +358,8 @@ def load_owners(manifests: Manifests) -> list[Owner]:
             owner = _job(doc, convert(doc, Job))
         elif doc.kind == "Deployment":
             owner = _replicated(doc, convert(doc, Deployment))
+        elif doc.kind == "StatefulSet":
+            owner = _stateful_set(doc, convert(doc, StatefulSet))
         else:
             owner = _replicated(doc, convert(doc, ReplicaSet))
         key = (owner.kind, owner.namespace, owner.name)

@@ -11,8 +11,9 @@ at once with their full duration (the work they had done is lost); pods that nam
 ``spec.nodeName`` are placed there without scheduling, as the kubelet would admit them.
 Nothing here knows plugin internals: the simulator only applies the scheduler's decisions.
 
-Pods of Deployments, ReplicaSets and Jobs belong to their owner (``sim/owners.py``): when one
-is evicted or preempted the owner creates a replacement under a new name. Voluntary
+Pods of Deployments, ReplicaSets, StatefulSets and Jobs belong to their owner
+(``sim/owners.py``): when one is evicted or preempted the owner creates a replacement under a
+new name (a StatefulSet under the same name). Voluntary
 disruptions go through :meth:`Simulation.evict`, which answers as the eviction API does with
 PodDisruptionBudgets computed from live pods (``state/disruption.py``). Hosts of periodic
 policies (the spill controller, a descheduling pass) register with :meth:`Simulation.every`
@@ -293,9 +294,13 @@ class Simulation:
             pi = make_pod_info(pod, self.snapshot.priority_classes)
         pi.seq = self._seq
         pi.arrival = self.now
+        prev = self.metrics.pods.get(pi.key)
         self._durations[pi.key] = tp.duration
         self._specs[pi.key] = tp
-        self.metrics.pods[pi.key] = PodRecord(pi.key, self.now)
+        record = self.metrics.pods[pi.key] = PodRecord(pi.key, self.now)
+        if prev is not None:
+            # A StatefulSet re-created a deleted pod under its name: the pod's record goes on.
+            record.preempted = prev.preempted
         self.snapshot.objects.pod_created(pi)
         group = self.snapshot.objects.native_group(pi)
         if group is not None:
@@ -341,6 +346,11 @@ class Simulation:
         _set_phase(pi.pod, "Running" if latency == 0 else "Pending")
         if latency > 0:
             self.call_at(self.now + latency, functools.partial(self._became_ready, pi))
+        run = self.owners.owner_of(pi.key)
+        if run is not None and run.kind == "StatefulSet" and run.spec.ordered:
+            # OrderedReady waits for this pod to be Running and Ready before the next one.
+            self.call_at(self.now + latency, functools.partial(self.owners.pod_ready, pi.key),
+                         counts=True)
         for listener in self.listeners:
             listener.pod_started(pi, node, self.now)
         if self.kueue is not None:
@@ -577,11 +587,17 @@ class Simulation:
         plan its scale steps and its deletion."""
         by_controller = {(r.spec.namespace, r.spec.controller_kind, r.spec.controller_name): r
                          for r in self.owners.runs.values()}
+        stateful = [r for r in self.owners.runs.values() if r.kind == "StatefulSet"]
         for tp in pods:
             for ref in tp.pod.metadata.owner_references:
                 run = by_controller.get((tp.pod.metadata.namespace or "default", ref.kind,
                                          ref.name))
                 if ref.controller and run is not None:
+                    run.live[tp.pod.key] = None
+                    self.owners.pod_owner[tp.pod.key] = run
+            # A StatefulSet's pods given without an ownerReference are its own by name.
+            for run in stateful:
+                if tp.pod.key not in self.owners.pod_owner and run.spec.ordinals_in([tp.pod]):
                     run.live[tp.pod.key] = None
                     self.owners.pod_owner[tp.pod.key] = run
         for run in self.owners.runs.values():

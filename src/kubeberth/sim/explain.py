@@ -80,9 +80,11 @@ def build_state(manifests: Manifests) -> tuple[ClusterState, list[PodInfo]]:
 
 
 def owner_pods(manifests: Manifests) -> list[Pod]:
-    """The pods the manifests' Deployments, ReplicaSets and Jobs would create now, as their
-    controllers top up to the desired count: pods in the manifests that match an owner's
-    template labels in its namespace count as its own (a cluster dump keeps its pods), a
+    """The pods the manifests' Deployments, ReplicaSets, StatefulSets and Jobs would create
+    now, as their controllers top up to the desired count: pods in the manifests that match an
+    owner's template labels in its namespace count as its own (a cluster dump keeps its pods),
+    a StatefulSet creates what one sync of its controller would (with OrderedReady only the
+    first missing ordinal, once the ones before it are Running and Ready), a
     ReplicaSet whose controlling Deployment is in the manifests is left to it, and a suspended
     Job — or one Kueue holds, labelled with a queue name — creates none."""
     def key_of(meta: dict[str, Any]) -> tuple[str, str]:
@@ -105,6 +107,10 @@ def owner_pods(manifests: Manifests) -> list[Pod]:
     for owner in load_owners(manifests):
         key = (owner.namespace, owner.name)
         if (owner.kind == "ReplicaSet" and key in managed) or key in suspended:
+            continue
+        if owner.kind == "StatefulSet":
+            create, _ = owner.stateful_sync(owner.replicas, owner.ordinals_in(manifests.pods))
+            created.extend(owner.new_pod(o) for o in create)
             continue
         labels = owner.template.metadata.labels.items()
         mine = [p for p in manifests.pods if p.metadata.namespace == owner.namespace

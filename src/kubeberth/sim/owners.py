@@ -1,20 +1,23 @@
-"""The workload controllers of a simulated cluster: ReplicaSets (and the Deployments above
-them) and Jobs keep their pods as upstream's controllers do.
+"""The workload controllers of a simulated cluster: ReplicaSets (and the Deployments above them),
+StatefulSets and Jobs keep their pods as upstream's controllers do.
 
-An eviction deletes a pod; whether the work comes back depends on its owner. A ReplicaSet
-creates a replacement at once under a new name (``<rs>-<5 chars>``, arriving at the eviction
-time) and, when scaled down, deletes pods in upstream's order (unassigned before assigned,
-pending before running, not ready before ready, the most recently ready first, the newest
-first). A Job keeps ``min(parallelism, completions − succeeded)`` pods active, counts a
-deleted pod as failed and gives up after ``backoffLimit`` failures; a Job without
-``completions`` stops creating pods after its first success. A Job may be suspended (Kueue
-holds a queue-labelled Job suspended until its Workload is admitted, and suspends it again when
-the Workload is evicted): a suspended Job has no active pods (its running pods are deleted
-without counting as failures, as upstream's Job controller does) and creates none; resuming it
-may set a pod template change (the admitted flavor's node labels and tolerations) and a lower
-parallelism (partial admission). A bare pod has no owner: once
-evicted it is gone. The host (the simulator) owns the pods; this module only asks it to create
-and delete them through :class:`OwnerHost`.
+An eviction deletes a pod; whether the work comes back depends on its owner. A ReplicaSet creates a
+replacement at once under a new name (``<rs>-<5 chars>``, arriving at the eviction time) and, when
+scaled down, deletes pods in upstream's order (unassigned before assigned, pending before running,
+not ready before ready, the most recently ready first, the newest first). A StatefulSet keeps one
+pod per ordinal and replaces a deleted pod under the same name; with the OrderedReady policy it
+creates pod i+1 only once pods 0..i are Running and Ready (the host calls
+:meth:`OwnerRuntime.pod_ready` when one becomes so) and scales down only then, highest ordinal
+first; with Parallel it creates and deletes all at once. A Job keeps ``min(parallelism, completions
+− succeeded)`` pods active, counts a deleted pod as failed and gives up after ``backoffLimit``
+failures; a Job without ``completions`` stops creating pods after its first success. A Job may be
+suspended (Kueue holds a queue-labelled Job suspended until its Workload is admitted, and suspends
+it again when the Workload is evicted): a suspended Job has no active pods (its running pods are
+deleted without counting as failures, as upstream's Job controller does) and creates none; resuming
+it may set a pod template change (the admitted flavor's node labels and tolerations) and a lower
+parallelism (partial admission). A bare pod has no owner: once evicted it is gone. The host (the
+simulator) owns the pods; this module only asks it to create and delete them through
+:class:`OwnerHost`.
 """
 
 from __future__ import annotations
@@ -150,6 +153,9 @@ class OwnerRuntime:
         if run.kind == "Job":
             self._reconcile_job(run)
             return
+        if run.kind == "StatefulSet":
+            self._reconcile_stateful_set(run)
+            return
         diff = run.desired - len(run.live)
         if diff > 0:
             self._create(run, diff)
@@ -194,15 +200,50 @@ class OwnerRuntime:
         if want > active:
             self._create(run, want - active)
 
+    def pod_ready(self, key: str) -> None:
+        """A pod became Running and Ready: an OrderedReady StatefulSet may go on."""
+        run = self.pod_owner.get(key)
+        if run is not None and run.kind == "StatefulSet" and run.spec.ordered:
+            self.reconcile(run)
+
+    def _reconcile_stateful_set(self, run: OwnerRun) -> None:
+        """Upstream's StatefulSet sync: each ordinal in range, lowest first, is created if
+        missing; OrderedReady stops at the first pod it created or that is not Running and
+        Ready. Then the condemned pods (ordinals out of range) go, highest first."""
+        spec = run.spec
+        by_ordinal: dict[int, str] = {}
+        for key in run.live:
+            ordinal = spec.ordinal_of(key.rpartition("/")[2])
+            if ordinal is not None:
+                by_ordinal[ordinal] = key
+        ready = {o: self._running_and_ready(key) for o, key in by_ordinal.items()}
+        create, settled = spec.stateful_sync(run.desired, ready)
+        for ordinal in create:
+            self._add(run, spec.new_pod(ordinal), None)
+        if not settled:
+            return
+        end = spec.start_ordinal + run.desired
+        for ordinal in sorted((o for o in by_ordinal if not spec.start_ordinal <= o < end),
+                              reverse=True):
+            key = by_ordinal[ordinal]
+            if self.host.delete_owned_pod(key):
+                self._forget(run, key)
+
+    def _running_and_ready(self, key: str) -> bool:
+        _, phase, ready, _, _ = self.host.pod_rank(key)
+        return phase == 2 and ready == 1
+
     def _create(self, run: OwnerRun, count: int) -> None:
         duration = run.spec.pod_duration if run.kind == "Job" else None
         for _ in range(count):
-            pod = run.spec.new_pod()
-            if run.transform is not None:
-                pod = run.transform(pod)
-            key = self.host.create_owned_pod(pod, duration)
-            run.live[key] = None
-            self.pod_owner[key] = run
+            self._add(run, run.spec.new_pod(), duration)
+
+    def _add(self, run: OwnerRun, pod: Pod, duration: float | None) -> None:
+        if run.transform is not None:
+            pod = run.transform(pod)
+        key = self.host.create_owned_pod(pod, duration)
+        run.live[key] = None
+        self.pod_owner[key] = run
 
     def _forget(self, run: OwnerRun, key: str) -> None:
         run.live.pop(key, None)
