@@ -193,3 +193,23 @@ def test_stateful_set_policy_must_be_known(tmp_path: Path) -> None:
         owners_of(tmp_path, STATEFUL_SET.replace("POLICY", "Ordered"))
     assert exc.value.field == "spec.podManagementPolicy"
     assert exc.value.expected == "OrderedReady or Parallel"
+
+
+def test_daemon_set_has_no_replicas_schedule(tmp_path: Path) -> None:
+    text = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+  annotations: {kubeberth.io/replicas-schedule: "10=2"}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: c}]}
+"""
+    with pytest.raises(InputError) as exc:
+        owners_of(tmp_path, text)
+    assert exc.value.field == "metadata.annotations.kubeberth.io/replicas-schedule"
+    (ds,) = owners_of(tmp_path, text.replace('kubeberth.io/replicas-schedule: "10=2"', ""))
+    assert (ds.kind, ds.replicas, ds.controller_kind) == ("DaemonSet", 0, "DaemonSet")

@@ -1,5 +1,5 @@
-"""Workload controllers as typed structs: Deployment, ReplicaSet, StatefulSet and Job (apps/v1,
-batch/v1).
+"""Workload controllers as typed structs: Deployment, ReplicaSet, StatefulSet, DaemonSet and Job
+(apps/v1, batch/v1).
 
 The simulator needs the objects that own pods, because an evicted pod comes back only when a
 controller re-creates it, and a PodDisruptionBudget given as a percentage or as maxUnavailable
@@ -78,3 +78,14 @@ class StatefulSet(_Object):
     api_version: str = "apps/v1"
     kind: str = "StatefulSet"
     spec: StatefulSetSpec = msgspec.field(default_factory=StatefulSetSpec)
+
+
+class DaemonSetSpec(_K8s):
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+
+
+class DaemonSet(_Object):
+    api_version: str = "apps/v1"
+    kind: str = "DaemonSet"
+    spec: DaemonSetSpec = msgspec.field(default_factory=DaemonSetSpec)

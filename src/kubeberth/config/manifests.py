@@ -76,6 +76,7 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "Deployment": ("apps/v1",),
     "ReplicaSet": ("apps/v1",),
     "StatefulSet": ("apps/v1",),
+    "DaemonSet": ("apps/v1",),
     "Job": ("batch/v1", VOLCANO_JOB_API),
     "PodGroup": (*_SIG_SCHEDULING, "scheduling.volcano.sh/v1beta1", "scheduling.k8s.io/v1beta1",
                  "scheduling.k8s.io/v1alpha2"),

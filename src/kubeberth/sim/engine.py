@@ -587,24 +587,26 @@ class Simulation:
         plan its scale steps and its deletion."""
         by_controller = {(r.spec.namespace, r.spec.controller_kind, r.spec.controller_name): r
                          for r in self.owners.runs.values()}
-        stateful = [r for r in self.owners.runs.values() if r.kind == "StatefulSet"]
+        by_name = [r for r in self.owners.runs.values() if r.kind in ("StatefulSet", "DaemonSet")]
         for tp in pods:
             for ref in tp.pod.metadata.owner_references:
                 run = by_controller.get((tp.pod.metadata.namespace or "default", ref.kind,
                                          ref.name))
                 if ref.controller and run is not None:
-                    run.live[tp.pod.key] = None
-                    self.owners.pod_owner[tp.pod.key] = run
-            # A StatefulSet's pods given without an ownerReference are its own by name.
-            for run in stateful:
-                if tp.pod.key not in self.owners.pod_owner and run.spec.ordinals_in([tp.pod]):
-                    run.live[tp.pod.key] = None
-                    self.owners.pod_owner[tp.pod.key] = run
+                    self.owners.adopt(run, tp.pod)
+            # Pods given without an ownerReference are a StatefulSet's by name, a DaemonSet's
+            # by its template labels and the node they are for.
+            for run in by_name:
+                if tp.pod.key not in self.owners.pod_owner and run.spec.claims(tp.pod):
+                    self.owners.adopt(run, tp.pod)
         for run in self.owners.runs.values():
             spec = run.spec
             for when, replicas in spec.schedule:
                 self.call_at(max(when, spec.arrival),
                              functools.partial(self.owners.scale, spec, replicas), counts=True)
+            if spec.kind == "DaemonSet":
+                self.call_at(spec.arrival, functools.partial(self.owners.start, spec),
+                             counts=True)
             if spec.lifetime is not None:
                 self.call_at(spec.arrival + spec.lifetime,
                              functools.partial(self.owners.delete, spec), counts=True)
@@ -621,6 +623,11 @@ class Simulation:
         if pi is None:
             return True
         return self._delete(pi, succeeded=None)
+
+    def daemon_nodes(self) -> list[Node]:
+        """OwnerHost: the nodes present now, in order."""
+        snap = self.snapshot
+        return [snap.nodes[i] for i in range(snap.num_nodes) if snap.present[i]]
 
     def pod_rank(self, key: str) -> tuple[int, int, int, float, float]:
         """OwnerHost: scale-down ranking inputs for one pod."""
@@ -737,6 +744,7 @@ class Simulation:
         self.snapshot.add_node(node)
         self._progressed()
         self.scheduler.queue.move_all_to_active_or_backoff(NODE_ADD_EVENT)
+        self.owners.nodes_changed()
 
     def update_node(self, node: Node) -> None:
         """Replace a node's object (taints, conditions); pending pods rejected by a plugin
@@ -744,6 +752,7 @@ class Simulation:
         self.snapshot.update_node(node)
         self._progressed()
         self.scheduler.queue.move_all_to_active_or_backoff(NODE_UPDATE_TAINT)
+        self.owners.nodes_changed()
 
     def update_config_map(self, key: str, data: dict[str, str] | None) -> None:
         """Replace (or, with None, delete) the ConfigMap ``namespace/name`` now; pending pods

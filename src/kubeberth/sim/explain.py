@@ -80,13 +80,14 @@ def build_state(manifests: Manifests) -> tuple[ClusterState, list[PodInfo]]:
 
 
 def owner_pods(manifests: Manifests) -> list[Pod]:
-    """The pods the manifests' Deployments, ReplicaSets, StatefulSets and Jobs would create
-    now, as their controllers top up to the desired count: pods in the manifests that match an
-    owner's template labels in its namespace count as its own (a cluster dump keeps its pods),
-    a StatefulSet creates what one sync of its controller would (with OrderedReady only the
-    first missing ordinal, once the ones before it are Running and Ready), a
-    ReplicaSet whose controlling Deployment is in the manifests is left to it, and a suspended
-    Job — or one Kueue holds, labelled with a queue name — creates none."""
+    """The pods the manifests' Deployments, ReplicaSets, StatefulSets, DaemonSets and Jobs would
+    create now, as their controllers top up to the desired count: pods in the manifests that
+    match an owner's template labels in its namespace count as its own (a cluster dump keeps its
+    pods), a StatefulSet creates what one sync of its controller would (with OrderedReady only
+    the first missing ordinal, once the ones before it are Running and Ready), a DaemonSet one
+    pod for each eligible node that has none, a ReplicaSet whose controlling Deployment is in
+    the manifests is left to it, and a suspended Job — or one Kueue holds, labelled with a queue
+    name — creates none."""
     def key_of(meta: dict[str, Any]) -> tuple[str, str]:
         return str(meta.get("namespace") or "default"), str(meta.get("name"))
 
@@ -111,6 +112,12 @@ def owner_pods(manifests: Manifests) -> list[Pod]:
         if owner.kind == "StatefulSet":
             create, _ = owner.stateful_sync(owner.replicas, owner.ordinals_in(manifests.pods))
             created.extend(owner.new_pod(o) for o in create)
+            continue
+        if owner.kind == "DaemonSet":
+            served = {owner.daemon_node_of(p) for p in manifests.pods if owner.claims(p)
+                      and p.status.phase not in ("Succeeded", "Failed")}
+            created.extend(owner.daemon_pod(n.metadata.name) for n in manifests.nodes
+                           if n.metadata.name not in served and owner.daemon_should_run(n)[0])
             continue
         labels = owner.template.metadata.labels.items()
         mine = [p for p in manifests.pods if p.metadata.namespace == owner.namespace
