@@ -132,6 +132,7 @@ class Owner(NamespacedName):
     start_ordinal: int = 0
     revision: str = ""  # controller-revision-hash label value
     host_network: bool = False  # DaemonSet: the template's hostNetwork
+    labels: dict[str, str] = field(default_factory=dict)  # the owner's own metadata.labels
 
     @property
     def controller_kind(self) -> str:
@@ -415,7 +416,7 @@ def _replicated(doc: Document, obj: Replicated | StatefulSet) -> Owner:
     owner = Owner(kind=doc.kind, name=meta.name, namespace=meta.namespace,
                   uid=_uid(doc.kind, meta.namespace, meta.name), template=template,
                   replicas=obj.spec.replicas, arrival=arrival, lifetime=lifetime,
-                  schedule=schedule)
+                  schedule=schedule, labels=dict(meta.labels))
     if doc.kind == "Deployment":
         owner.replica_set = f"{meta.name}-{_template_hash(template)}"
     return owner
@@ -491,12 +492,12 @@ def _daemon_set(doc: Document, obj: DaemonSet) -> Owner:
                  host_network=raw_spec.get("hostNetwork") is True)
 
 
-def load_owners(manifests: Manifests) -> list[Owner]:
+def load_owners(manifests: Manifests, kinds: tuple[str, ...] = OWNER_KINDS) -> list[Owner]:
     """The Deployments, ReplicaSets, StatefulSets, DaemonSets and Jobs among
-    ``manifests.other``, in input order."""
+    ``manifests.other`` (or only those of ``kinds``), in input order."""
     owners: list[Owner] = []
     seen: set[tuple[str, str, str]] = set()
-    for doc in manifests.of_kind(*OWNER_KINDS):
+    for doc in manifests.of_kind(*kinds):
         if doc.kind == "Job":
             owner = _job(doc, convert(doc, Job))
         elif doc.kind == "Deployment":

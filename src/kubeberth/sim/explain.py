@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kubeberth.admission.model import QUEUE_LABEL
+from kubeberth.admission.model import QUEUE_LABEL, serving_pod
+from kubeberth.admission.pods import gated_pod
 from kubeberth.api.objects import Pod
 from kubeberth.api.times import parse_time
 from kubeberth.api.volcano import VOLCANO_SCHEDULER_NAME
@@ -22,7 +23,7 @@ from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.volcano import load_volcano
 from kubeberth.config.workload_api import load_workload_api
-from kubeberth.config.workloads import load_owners
+from kubeberth.config.workloads import Owner, load_owners
 from kubeberth.scheduling.config.types import SchedulerConfiguration
 from kubeberth.scheduling.framework.extender import ExtenderVerdicts
 from kubeberth.scheduling.framework.registry import Registry
@@ -111,7 +112,7 @@ def owner_pods(manifests: Manifests) -> list[Pod]:
             continue
         if owner.kind == "StatefulSet":
             create, _ = owner.stateful_sync(owner.replicas, owner.ordinals_in(manifests.pods))
-            created.extend(owner.new_pod(o) for o in create)
+            created.extend(_held_by_kueue(owner, [owner.new_pod(o) for o in create]))
             continue
         if owner.kind == "DaemonSet":
             served = {owner.daemon_node_of(p) for p in manifests.pods if owner.claims(p)
@@ -130,8 +131,20 @@ def owner_pods(manifests: Manifests) -> list[Pod]:
                 want = min(want, max(0, owner.completions - succeeded))
         else:
             want = owner.replicas
-        created.extend(owner.new_pod() for _ in range(max(0, want - active)))
+        created.extend(_held_by_kueue(owner, [owner.new_pod()
+                                              for _ in range(max(0, want - active))]))
     return created
+
+
+def _held_by_kueue(owner: Owner, pods: list[Pod]) -> list[Pod]:
+    """A queue-labelled Deployment's or StatefulSet's pods as Kueue's webhooks leave them:
+    gated until admission (a Deployment's also carrying its queue name, as plain pods)."""
+    queue = owner.labels.get(QUEUE_LABEL)
+    if not queue or owner.kind not in ("Deployment", "StatefulSet"):
+        return pods
+    if owner.kind == "Deployment":
+        pods = [serving_pod(p, queue, owner.labels) for p in pods]
+    return [gated_pod(p) for p in pods]
 
 
 def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Registry,
