@@ -1,6 +1,7 @@
 """Upstream's own example files, unchanged, give their documented outcome: a Kueue doc sample
 whose Job has only a generateName is admitted; the Kubernetes docs' StatefulSet + Service bundle
-is read, and what kubeberth does not model is named once on stderr and in the JSON."""
+is read, its StatefulSet creates its pods, and what kubeberth does not model (the Service) is
+named once on stderr and in the JSON."""
 
 from __future__ import annotations
 
@@ -187,14 +188,14 @@ def test_statefulset_and_service_bundle_through_explain(files: Path) -> None:
                          str(files / "web.yaml"), "-o", "json")
     assert code == 0, err
     data = json.loads(out)
-    (pod,) = data["pods"]
-    assert pod["selectedNode"] == "n1" and GENERATED.fullmatch(pod["pod"].rsplit("-", 1)[1])
-    assert data["readNotModelled"] == [
-        {"apiVersion": "v1", "kind": "Service", "objects": 1},
-        {"apiVersion": "apps/v1", "kind": "StatefulSet", "objects": 1,
-         "note": "its pods are not created from its template; give the pods"}]
+    worker, web = data["pods"]
+    assert worker["selectedNode"] == "n1"
+    assert GENERATED.fullmatch(worker["pod"].rsplit("-", 1)[1])
+    # OrderedReady: one sync of the controller creates web-0 only.
+    assert (web["pod"], web["selectedNode"]) == ("default/web-0", "n1")
+    assert data["readNotModelled"] == [{"apiVersion": "v1", "kind": "Service", "objects": 1}]
     notes = [line for line in err.splitlines() if "read but not modelled" in line]
-    assert len(notes) == 1 and "Service v1" in notes[0] and "StatefulSet apps/v1" in notes[0]
+    assert len(notes) == 1 and "Service v1" in notes[0] and "StatefulSet" not in notes[0]
     # Nothing else to say: no field, no note.
     code, out, err = run("explain", "-f", str(files / "cluster.yaml"), "-o", "json")
     assert code == 0 and "readNotModelled" not in json.loads(out)
@@ -209,11 +210,12 @@ def test_deschedule_and_admit_name_what_they_do_not_model(files: Path, tmp_path:
     code, out, err = run("deschedule", "-f", str(files / "cluster.yaml"), "-f",
                          str(files / "web.yaml"), "--policy", str(policy), "-o", "json")
     assert code == 0, err
-    assert [e["kind"] for e in json.loads(out)["readNotModelled"]] == ["Service", "StatefulSet"]
+    assert [e["kind"] for e in json.loads(out)["readNotModelled"]] == ["Service"]
     code, out, err = run("admit", "-f", str(files / "setup.yaml"), "-f", str(files / "web.yaml"),
                          "-o", "json")
     assert code == 0, err
-    assert [e["kind"] for e in json.loads(out)["readNotModelled"]] == ["Service", "StatefulSet"]
+    # The StatefulSet has no queue-name label: Kueue leaves it alone, nothing left unsaid.
+    assert [e["kind"] for e in json.loads(out)["readNotModelled"]] == ["Service"]
 
 
 def test_serve_lists_the_kinds_it_does_not_serve(files: Path) -> None:
@@ -240,10 +242,9 @@ def test_simulate_names_what_it_does_not_model(files: Path, tmp_path: Path) -> N
                             str(files / "web.yaml"), "-o", "json", "--out-dir", str(out), "-q")
     assert code == 0, err
     listed = json.loads(stdout)["run"]["readNotModelled"]
-    assert [e["kind"] for e in listed] == ["Service", "StatefulSet"]
+    assert [e["kind"] for e in listed] == ["Service"]
     assert json.loads((out / "summary.json").read_text())["run"]["readNotModelled"] == listed
-    assert "read but not modelled</td><td>Service v1, StatefulSet apps/v1 (its pods" in \
-        (out / "report.html").read_text()
+    assert "read but not modelled</td><td>Service v1</td>" in (out / "report.html").read_text()
     assert sum("read but not modelled" in line for line in err.splitlines()) == 1
 
 

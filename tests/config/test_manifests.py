@@ -203,10 +203,10 @@ def test_other_kinds_are_kept_and_named(tmp_path: Path) -> None:
     assert [d.kind for d in m.other] == ["Service", "Service", "Queue", "StatefulSet", "Gizmo"]
     assert m.of_kind("Queue") == [] and m.workload_api == []
     entries = m.not_modelled()
-    assert [(e["kind"], e["apiVersion"], e["objects"]) for e in entries] == [
-        ("Service", "v1", 2), ("Queue", "example.com/v1", 1), ("StatefulSet", "apps/v1", 1),
-        ("Gizmo", "scheduling.k8s.io/v1alpha2", 1)]
-    assert "note" in entries[2] and "note" not in entries[0]
+    assert entries == [
+        {"apiVersion": "v1", "kind": "Service", "objects": 2},
+        {"apiVersion": "example.com/v1", "kind": "Queue", "objects": 1},
+        {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "Gizmo", "objects": 1}]
     note = not_modelled_note(entries)
     assert note is not None and note.startswith("note: read but not modelled: Service v1 x2, ")
     assert not_modelled_note(load_manifests(write(tmp_path, "n.yaml", """

@@ -1,4 +1,4 @@
-"""Deployments, ReplicaSets and Jobs read from manifests: validation, naming, timing."""
+"""Deployments, ReplicaSets, StatefulSets and Jobs from manifests: validation, naming, timing."""
 
 from __future__ import annotations
 
@@ -149,3 +149,67 @@ def test_duplicate_owner_is_refused(tmp_path: Path) -> None:
 def test_bad_replicas_schedule(raw: str) -> None:
     with pytest.raises(InputError, match=r"valid step|not <seconds>"):
         parse_replicas_schedule(raw)
+
+
+STATEFUL_SET = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: data}
+spec:
+  podManagementPolicy: POLICY
+  ordinals: {start: 5}
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+      - name: c
+        resources: {requests: {cpu: 100m}}
+"""
+
+
+def test_stateful_set_pods_have_ordinal_names_from_the_start_ordinal(tmp_path: Path) -> None:
+    (s,) = owners_of(tmp_path, STATEFUL_SET.replace("POLICY", "Parallel"))
+    assert (s.kind, s.key, s.replicas, s.ordered, s.start_ordinal) == (
+        "StatefulSet", "data/db", 1, False, 5)
+    pod = s.new_pod(5)
+    assert pod.key == "data/db-5" and pod.metadata.labels["apps.kubernetes.io/pod-index"] == "5"
+    assert pod.metadata.labels["controller-revision-hash"] == s.revision
+    assert s.ordinal_of("db-12") == 12 and s.ordinal_of("dbx-1") is None
+    assert s.ordinal_of("db-a") is None
+    assert s.stateful_sync(3, {6: False}) == ([5, 7], True)
+
+
+def test_ordered_ready_sync_stops_at_a_pod_not_ready(tmp_path: Path) -> None:
+    (s,) = owners_of(tmp_path, STATEFUL_SET.replace("POLICY", "OrderedReady"))
+    assert s.stateful_sync(3, {}) == ([5], False)
+    assert s.stateful_sync(3, {5: True, 6: False}) == ([], False)
+    assert s.stateful_sync(3, {5: True, 6: True}) == ([7], False)
+    assert s.stateful_sync(2, {5: True, 6: True, 7: True}) == ([], True)
+
+
+def test_stateful_set_policy_must_be_known(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as exc:
+        owners_of(tmp_path, STATEFUL_SET.replace("POLICY", "Ordered"))
+    assert exc.value.field == "spec.podManagementPolicy"
+    assert exc.value.expected == "OrderedReady or Parallel"
+
+
+def test_daemon_set_has_no_replicas_schedule(tmp_path: Path) -> None:
+    text = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+  annotations: {kubeberth.io/replicas-schedule: "10=2"}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: c}]}
+"""
+    with pytest.raises(InputError) as exc:
+        owners_of(tmp_path, text)
+    assert exc.value.field == "metadata.annotations.kubeberth.io/replicas-schedule"
+    (ds,) = owners_of(tmp_path, text.replace('kubeberth.io/replicas-schedule: "10=2"', ""))
+    assert (ds.kind, ds.replicas, ds.controller_kind) == ("DaemonSet", 0, "DaemonSet")

@@ -2,15 +2,16 @@
 
 Admission policy code must not care whether a ClusterQueue came from a v1beta1 or a v1beta2
 manifest, whether a Workload was written by hand or derived from a Job, or how a quantity was
-spelled. This module turns the raw ``kueue.x-k8s.io`` documents that :mod:`config.manifests`
-keeps (ResourceFlavor, ClusterQueue, Cohort, LocalQueue, WorkloadPriorityClass, Workload), the
-``config.kueue.x-k8s.io`` Configuration, and the queue-labelled Pods, pod groups (by Kueue's
-label, or by a native gang PodGroup as Kueue's KEP-13150 proposes) and batch/v1 Jobs into plain
-typed records with quantities in int milli-units. References that Kueue rejects
-at admission time (a ClusterQueue quota naming a flavor with no ResourceFlavor, a cohort cycle, a
-LocalQueue naming a ClusterQueue that does not exist) are not errors here: Kueue keeps such
-objects and reports them as inactive or as a pending reason, so the admission layer does too.
-Only input Kueue's API server would refuse (webhook validation) raises :class:`InputError`.
+spelled. This module turns the raw ``kueue.x-k8s.io`` documents that :mod:`config.manifests` keeps
+(ResourceFlavor, ClusterQueue, Cohort, LocalQueue, WorkloadPriorityClass, Workload), the
+``config.kueue.x-k8s.io`` Configuration, and the queue-labelled Pods, pod groups (by Kueue's label,
+or by a native gang PodGroup as Kueue's KEP-13150 proposes), batch/v1 Jobs and the serving workloads
+(queue-labelled Deployments and StatefulSets) into plain typed records with quantities in int
+milli-units. References that Kueue rejects at admission time (a ClusterQueue quota naming a flavor
+with no ResourceFlavor, a cohort cycle, a LocalQueue naming a ClusterQueue that does not exist) are
+not errors here: Kueue keeps such objects and reports them as inactive or as a pending reason, so
+the admission layer does too. Only input Kueue's API server would refuse (webhook validation) raises
+:class:`InputError`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from kubeberth.api.times import parse_time
 from kubeberth.api.validation import check_int32, validate_pod_spec
 from kubeberth.config.manifests import DEFAULT_NAMESPACE, Manifests
 from kubeberth.config.workload_api import load_workload_api
+from kubeberth.config.workloads import load_owners
 from kubeberth.config.yamlsrc import Document, validation_error
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -46,6 +48,9 @@ POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
 POD_GROUP_TOTAL_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
 JOB_MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
+# What Kueue's Deployment webhook puts on the pod template of a queue-labelled Deployment.
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+SUSPENDED_BY_PARENT_ANNOTATION = "kueue.x-k8s.io/pod-suspending-parent"
 # The pod integration's default namespace selector leaves these alone.
 UNMANAGED_NAMESPACES = frozenset({"kube-system", "kueue-system"})
 WORKLOAD_PRIORITY_CLASS_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
@@ -996,6 +1001,62 @@ def _pod_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int]
     return out
 
 
+def serving_pod(pod: Pod, queue: str, owner_labels: dict[str, str]) -> Pod:
+    """``pod`` as created from a queue-labelled Deployment's template after Kueue's Deployment
+    webhook added the queue name, the managed label, the Deployment's workload priority class
+    and the suspended-by-parent annotation to it: a plain pod for Kueue's pod integration."""
+    labels = {**pod.metadata.labels, MANAGED_LABEL: "true", QUEUE_LABEL: queue}
+    if owner_labels.get(PRIORITY_CLASS_LABEL):
+        labels[PRIORITY_CLASS_LABEL] = owner_labels[PRIORITY_CLASS_LABEL]
+    annotations = {**pod.metadata.annotations, SUSPENDED_BY_PARENT_ANNOTATION: "deployment"}
+    meta = msgspec.structs.replace(pod.metadata, labels=labels, annotations=annotations)
+    return msgspec.structs.replace(pod, metadata=meta)
+
+
+def owner_document(manifests: Manifests, kind: str, namespace: str, name: str) -> Document:
+    """The document of a workload controller that :func:`load_owners` read."""
+    return next(d for d in manifests.of_kind(kind)
+                if _name(d) == name and _namespace(d) == namespace)
+
+
+def _serving_workloads(manifests: Manifests, objs: KueueObjects, pcs: dict[str, int],
+                       default_priority: int) -> list[Workload]:
+    """Kueue 0.19's serving integrations. A queue-labelled Deployment's pods are plain pods,
+    one Workload each (its webhook puts the queue name on the pod template); the pods it
+    would create are its ``replicas`` less those of the manifests with its template labels in
+    its namespace (a cluster dump's, already labelled). A queue-labelled StatefulSet is one
+    Workload, ``statefulset-<name>``, with one podSet ``main`` of ``replicas`` pods (Kueue's
+    prebuilt pod-group Workload), admitted as a whole; with 0 replicas it has none."""
+    out: list[Workload] = []
+    for owner in load_owners(manifests, ("Deployment", "StatefulSet")):
+        queue = owner.labels.get(QUEUE_LABEL)
+        if not queue:
+            continue
+        doc = owner_document(manifests, owner.kind, owner.namespace, owner.name)
+        if owner.kind == "Deployment":
+            labels = owner.template.metadata.labels.items()
+            have = sum(1 for p in manifests.pods if p.metadata.namespace == owner.namespace
+                       and labels <= p.metadata.labels.items()
+                       and p.status.phase not in ("Succeeded", "Failed"))
+            for _ in range(owner.replicas - have):
+                pod = serving_pod(owner.new_pod(), queue, owner.labels)
+                with doc.located():
+                    out.append(_plain_pod_workload(pod, objs, pcs, default_priority))
+            continue
+        if owner.replicas == 0:
+            continue
+        spec = owner.template.spec
+        wl = Workload(namespace=owner.namespace, name=f"statefulset-{owner.name}",
+                      queue_name=queue,
+                      podsets=[PodSet("main", owner.replicas,
+                                      _podset_requests(spec, "spec.template.spec"), None, spec)],
+                      uid=owner.uid, source="StatefulSet")
+        with doc.located():
+            _priority_from_labels(wl, owner.labels, spec, objs, pcs, default_priority)
+        out.append(wl)
+    return out
+
+
 def _scheduling_group(pod: Pod) -> str:
     """The native PodGroup the pod joins through ``spec.schedulingGroup``, or ``""``."""
     sg = pod.spec.scheduling_group
@@ -1241,6 +1302,8 @@ def load_kueue(manifests: Manifests) -> KueueObjects:
         first = next(iter(wl.pods))
         ns, name = first.split("/", 1)
         _add_workload(objs, origins, wl, manifests.origin("Pod", name, ns))
+    for wl in _serving_workloads(manifests, objs, pcs, default_priority):
+        _add_workload(objs, origins, wl, None)
     _check_cohort_cycles(objs, cohort_docs)
     return objs
 

@@ -1,10 +1,13 @@
-"""Workload controllers as typed structs: Deployment, ReplicaSet and Job (apps/v1, batch/v1).
+"""Workload controllers as typed structs: Deployment, ReplicaSet, StatefulSet, DaemonSet and Job
+(apps/v1, batch/v1).
 
 The simulator needs the objects that own pods, because an evicted pod comes back only when a
 controller re-creates it, and a PodDisruptionBudget given as a percentage or as maxUnavailable
 is measured against the controller's scale. Only the fields those two behaviours read are
-modelled: replicas, selector, the pod template, and for Jobs completions, parallelism and
-backoffLimit. Rollouts, revision history and pod failure policies are not.
+modelled: replicas, selector, the pod template, for StatefulSets the pod management policy, the
+first ordinal and the governing Service's name, and for Jobs completions, parallelism and
+backoffLimit. Rollouts, revision history, volume claim templates and pod failure policies are
+not.
 """
 
 from __future__ import annotations
@@ -56,3 +59,33 @@ class Job(_Object):
     api_version: str = "batch/v1"
     kind: str = "Job"
     spec: JobSpec = msgspec.field(default_factory=JobSpec)
+
+
+class StatefulSetOrdinals(_K8s):
+    start: int = 0
+
+
+class StatefulSetSpec(_K8s):
+    replicas: int = 1
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+    pod_management_policy: str = "OrderedReady"
+    service_name: str = ""
+    ordinals: StatefulSetOrdinals | None = None
+
+
+class StatefulSet(_Object):
+    api_version: str = "apps/v1"
+    kind: str = "StatefulSet"
+    spec: StatefulSetSpec = msgspec.field(default_factory=StatefulSetSpec)
+
+
+class DaemonSetSpec(_K8s):
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+
+
+class DaemonSet(_Object):
+    api_version: str = "apps/v1"
+    kind: str = "DaemonSet"
+    spec: DaemonSetSpec = msgspec.field(default_factory=DaemonSetSpec)

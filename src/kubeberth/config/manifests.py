@@ -76,6 +76,7 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "Deployment": ("apps/v1",),
     "ReplicaSet": ("apps/v1",),
     "StatefulSet": ("apps/v1",),
+    "DaemonSet": ("apps/v1",),
     "Job": ("batch/v1", VOLCANO_JOB_API),
     "PodGroup": (*_SIG_SCHEDULING, "scheduling.volcano.sh/v1beta1", "scheduling.k8s.io/v1beta1",
                  "scheduling.k8s.io/v1alpha2"),
@@ -103,8 +104,6 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
 _WORKLOAD_API = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2",
                  "scheduling.k8s.io/v1alpha1")
 _KNOWN_GROUPS = {v.rpartition("/")[0] for versions in KNOWN_KINDS.values() for v in versions}
-# Known kinds whose objects no layer reads from a bundle: named in the not-modelled note.
-_NOT_EXPANDED = {"StatefulSet": "its pods are not created from its template; give the pods"}
 # Upstream's generated-name suffix (names.SimpleNameGenerator, utilrand.String).
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATED_SUFFIX = 5
@@ -137,20 +136,15 @@ class Manifests:
 
     def not_modelled(self) -> list[dict[str, object]]:
         """The objects read but not modelled, one entry per apiVersion and kind in input order:
-        ``{"apiVersion", "kind", "objects"}`` and, where kubeberth reads the kind only in part,
-        ``"note"``. The JSON outputs carry it as ``readNotModelled``."""
+        ``{"apiVersion", "kind", "objects"}``. The JSON outputs carry it as
+        ``readNotModelled``."""
         counts: dict[tuple[str, str], int] = {}
         for doc in self.other:
-            if not _is_known(doc) or doc.kind in _NOT_EXPANDED:
+            if not _is_known(doc):
                 key = (doc.api_version, doc.kind)
                 counts[key] = counts.get(key, 0) + 1
-        out: list[dict[str, object]] = []
-        for (api, kind), n in counts.items():
-            entry: dict[str, object] = {"apiVersion": api, "kind": kind, "objects": n}
-            if kind in _NOT_EXPANDED and _is_known_version(kind, api):
-                entry["note"] = _NOT_EXPANDED[kind]
-            out.append(entry)
-        return out
+        return [{"apiVersion": api, "kind": kind, "objects": n}
+                for (api, kind), n in counts.items()]
 
     def modelled(self) -> list[Document]:
         """The raw documents of the kinds and versions kubeberth reads, in input order (the
@@ -183,13 +177,9 @@ def _group(api: object) -> str:
 
 
 def describe_not_modelled(entries: list[dict[str, object]]) -> str:
-    """``Service v1 x2, StatefulSet apps/v1 (its pods ...)``: the entries in one line."""
-    parts = []
-    for e in entries:
-        count = f" x{e['objects']}" if e["objects"] != 1 else ""
-        note = f" ({e['note']})" if "note" in e else ""
-        parts.append(f"{e['kind']} {e['apiVersion']}{count}{note}")
-    return ", ".join(parts)
+    """``Service v1 x2, Gizmo example.com/v1``: the entries in one line."""
+    return ", ".join(f"{e['kind']} {e['apiVersion']}" + (f" x{e['objects']}" if e["objects"] != 1
+                                                          else "") for e in entries)
 
 
 def not_modelled_note(entries: list[dict[str, object]]) -> str | None:

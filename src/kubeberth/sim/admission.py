@@ -9,6 +9,9 @@ Plain pods and pod groups are created with the ``kueue.x-k8s.io/admission`` sche
 so the scheduler's SchedulingGates PreEnqueue keeps them out of its queue until admission
 ungates them with the flavor's labels and tolerations; a pod a controller creates during the
 run (a ReplicaSet's replacement or scale-up) gets its own Workload the moment it is created.
+A queue-labelled Deployment's pods are such plain pods: Kueue's Deployment webhook puts the
+queue name on its pod template. A queue-labelled StatefulSet (one pod-group Workload in Kueue)
+is not simulated yet: an input error says so.
 Workload objects given without an owner are queued at the start and, once admitted, hold
 their quota (nothing runs for them). This module applies the pure policy of
 :mod:`kubeberth.admission` to a running simulation: it queues workloads as they
@@ -50,6 +53,8 @@ from kubeberth.admission.model import (
     Workload,
     created_pod_workload,
     load_kueue,
+    owner_document,
+    serving_pod,
 )
 from kubeberth.admission.quota import Snapshot, admitted_info
 from kubeberth.api.objects import Pod
@@ -157,6 +162,12 @@ class AdmissionDriver:
         # Kueue-managed Jobs: Job key -> workload key, and their pods -> workload key.
         self.jobs: dict[str, str] = {}
         self.job_pods: dict[str, str] = {}
+        # Queue-labelled Deployments: (namespace, ReplicaSet) -> (queue, Deployment labels).
+        self.serving: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
+        for spec in (r.spec for r in owners.runs.values()) if owners is not None else ():
+            if spec.kind == "Deployment" and spec.labels.get(QUEUE_LABEL):
+                self.serving[(spec.namespace, spec.replica_set)] = (
+                    spec.labels[QUEUE_LABEL], spec.labels)
         for wl in objs.workloads:
             self._track(wl)
             if wl.source == "Job" and owners is not None:
@@ -195,7 +206,16 @@ class AdmissionDriver:
             return None
         jobs = _managed_jobs(extras)
         manifests = replace(extras, pods=[p for p in pods if _job_key(p) not in jobs])
-        return cls(load_kueue(manifests), host, owners, extras, checks)
+        objs = load_kueue(manifests)
+        for wl in objs.workloads:
+            if wl.source == "StatefulSet":
+                doc = owner_document(extras, "StatefulSet", wl.namespace,
+                                     wl.name.removeprefix("statefulset-"))
+                raise doc.error(
+                    "a queue-labelled StatefulSet is not simulated with Kueue yet",
+                    field=f"metadata.labels.{QUEUE_LABEL}",
+                    expected="kubeberth admit for its admission, or no queue-name label here")
+        return cls(objs, host, owners, extras, checks)
 
     def _track(self, wl: Workload) -> _Tracked:
         lq = self.objs.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
@@ -238,6 +258,7 @@ class AdmissionDriver:
 
     def arrived(self, pod: Pod, now: float) -> Pod:
         """A pod is created: the pod the scheduler gets (gated while its workload is queued)."""
+        pod = self._through_deployment_webhook(pod)
         job = _job_key(pod)
         if job is not None and job in self.jobs:
             # Created by a running (admitted) Job: its template already carries the flavor.
@@ -260,6 +281,16 @@ class AdmissionDriver:
             # Kueue creates the Workload once every pod of its group exists.
             self._queue(owner, now)
         return gated_pod(pod)
+
+    def _through_deployment_webhook(self, pod: Pod) -> Pod:
+        """A pod of a queue-labelled Deployment carries what Kueue's webhook put on its
+        template (the queue name): a plain pod for the pod integration."""
+        for ref in pod.metadata.owner_references:
+            hit = self.serving.get((pod.metadata.namespace, ref.name)) \
+                if ref.controller and ref.kind == "ReplicaSet" else None
+            if hit is not None and QUEUE_LABEL not in pod.metadata.labels:
+                return serving_pod(pod, *hit)
+        return pod
 
     def _owner(self, pod_key: str) -> str | None:
         return self.pod_owner.get(pod_key) or self.job_pods.get(pod_key)

@@ -11,8 +11,9 @@ at once with their full duration (the work they had done is lost); pods that nam
 ``spec.nodeName`` are placed there without scheduling, as the kubelet would admit them.
 Nothing here knows plugin internals: the simulator only applies the scheduler's decisions.
 
-Pods of Deployments, ReplicaSets and Jobs belong to their owner (``sim/owners.py``): when one
-is evicted or preempted the owner creates a replacement under a new name. Voluntary
+Pods of Deployments, ReplicaSets, StatefulSets and Jobs belong to their owner
+(``sim/owners.py``): when one is evicted or preempted the owner creates a replacement under a
+new name (a StatefulSet under the same name). Voluntary
 disruptions go through :meth:`Simulation.evict`, which answers as the eviction API does with
 PodDisruptionBudgets computed from live pods (``state/disruption.py``). Hosts of periodic
 policies (the spill controller, a descheduling pass) register with :meth:`Simulation.every`
@@ -293,9 +294,13 @@ class Simulation:
             pi = make_pod_info(pod, self.snapshot.priority_classes)
         pi.seq = self._seq
         pi.arrival = self.now
+        prev = self.metrics.pods.get(pi.key)
         self._durations[pi.key] = tp.duration
         self._specs[pi.key] = tp
-        self.metrics.pods[pi.key] = PodRecord(pi.key, self.now)
+        record = self.metrics.pods[pi.key] = PodRecord(pi.key, self.now)
+        if prev is not None:
+            # A StatefulSet re-created a deleted pod under its name: the pod's record goes on.
+            record.preempted = prev.preempted
         self.snapshot.objects.pod_created(pi)
         group = self.snapshot.objects.native_group(pi)
         if group is not None:
@@ -341,6 +346,11 @@ class Simulation:
         _set_phase(pi.pod, "Running" if latency == 0 else "Pending")
         if latency > 0:
             self.call_at(self.now + latency, functools.partial(self._became_ready, pi))
+        run = self.owners.owner_of(pi.key)
+        if run is not None and run.kind == "StatefulSet" and run.spec.ordered:
+            # OrderedReady waits for this pod to be Running and Ready before the next one.
+            self.call_at(self.now + latency, functools.partial(self.owners.pod_ready, pi.key),
+                         counts=True)
         for listener in self.listeners:
             listener.pod_started(pi, node, self.now)
         if self.kueue is not None:
@@ -577,18 +587,26 @@ class Simulation:
         plan its scale steps and its deletion."""
         by_controller = {(r.spec.namespace, r.spec.controller_kind, r.spec.controller_name): r
                          for r in self.owners.runs.values()}
+        by_name = [r for r in self.owners.runs.values() if r.kind in ("StatefulSet", "DaemonSet")]
         for tp in pods:
             for ref in tp.pod.metadata.owner_references:
                 run = by_controller.get((tp.pod.metadata.namespace or "default", ref.kind,
                                          ref.name))
                 if ref.controller and run is not None:
-                    run.live[tp.pod.key] = None
-                    self.owners.pod_owner[tp.pod.key] = run
+                    self.owners.adopt(run, tp.pod)
+            # Pods given without an ownerReference are a StatefulSet's by name, a DaemonSet's
+            # by its template labels and the node they are for.
+            for run in by_name:
+                if tp.pod.key not in self.owners.pod_owner and run.spec.claims(tp.pod):
+                    self.owners.adopt(run, tp.pod)
         for run in self.owners.runs.values():
             spec = run.spec
             for when, replicas in spec.schedule:
                 self.call_at(max(when, spec.arrival),
                              functools.partial(self.owners.scale, spec, replicas), counts=True)
+            if spec.kind == "DaemonSet":
+                self.call_at(spec.arrival, functools.partial(self.owners.start, spec),
+                             counts=True)
             if spec.lifetime is not None:
                 self.call_at(spec.arrival + spec.lifetime,
                              functools.partial(self.owners.delete, spec), counts=True)
@@ -605,6 +623,11 @@ class Simulation:
         if pi is None:
             return True
         return self._delete(pi, succeeded=None)
+
+    def daemon_nodes(self) -> list[Node]:
+        """OwnerHost: the nodes present now, in order."""
+        snap = self.snapshot
+        return [snap.nodes[i] for i in range(snap.num_nodes) if snap.present[i]]
 
     def pod_rank(self, key: str) -> tuple[int, int, int, float, float]:
         """OwnerHost: scale-down ranking inputs for one pod."""
@@ -721,6 +744,7 @@ class Simulation:
         self.snapshot.add_node(node)
         self._progressed()
         self.scheduler.queue.move_all_to_active_or_backoff(NODE_ADD_EVENT)
+        self.owners.nodes_changed()
 
     def update_node(self, node: Node) -> None:
         """Replace a node's object (taints, conditions); pending pods rejected by a plugin
@@ -728,6 +752,7 @@ class Simulation:
         self.snapshot.update_node(node)
         self._progressed()
         self.scheduler.queue.move_all_to_active_or_backoff(NODE_UPDATE_TAINT)
+        self.owners.nodes_changed()
 
     def update_config_map(self, key: str, data: dict[str, str] | None) -> None:
         """Replace (or, with None, delete) the ConfigMap ``namespace/name`` now; pending pods

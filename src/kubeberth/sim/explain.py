@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kubeberth.admission.model import QUEUE_LABEL
+from kubeberth.admission.model import QUEUE_LABEL, serving_pod
+from kubeberth.admission.pods import gated_pod
 from kubeberth.api.objects import Pod
 from kubeberth.api.times import parse_time
 from kubeberth.api.volcano import VOLCANO_SCHEDULER_NAME
@@ -22,7 +23,7 @@ from kubeberth.config.manifests import Manifests
 from kubeberth.config.scheduling_crds import load_scheduling_crds
 from kubeberth.config.volcano import load_volcano
 from kubeberth.config.workload_api import load_workload_api
-from kubeberth.config.workloads import load_owners
+from kubeberth.config.workloads import Owner, load_owners
 from kubeberth.scheduling.config.types import SchedulerConfiguration
 from kubeberth.scheduling.framework.extender import ExtenderVerdicts
 from kubeberth.scheduling.framework.registry import Registry
@@ -80,11 +81,14 @@ def build_state(manifests: Manifests) -> tuple[ClusterState, list[PodInfo]]:
 
 
 def owner_pods(manifests: Manifests) -> list[Pod]:
-    """The pods the manifests' Deployments, ReplicaSets and Jobs would create now, as their
-    controllers top up to the desired count: pods in the manifests that match an owner's
-    template labels in its namespace count as its own (a cluster dump keeps its pods), a
-    ReplicaSet whose controlling Deployment is in the manifests is left to it, and a suspended
-    Job — or one Kueue holds, labelled with a queue name — creates none."""
+    """The pods the manifests' Deployments, ReplicaSets, StatefulSets, DaemonSets and Jobs would
+    create now, as their controllers top up to the desired count: pods in the manifests that
+    match an owner's template labels in its namespace count as its own (a cluster dump keeps its
+    pods), a StatefulSet creates what one sync of its controller would (with OrderedReady only
+    the first missing ordinal, once the ones before it are Running and Ready), a DaemonSet one
+    pod for each eligible node that has none, a ReplicaSet whose controlling Deployment is in
+    the manifests is left to it, and a suspended Job — or one Kueue holds, labelled with a queue
+    name — creates none."""
     def key_of(meta: dict[str, Any]) -> tuple[str, str]:
         return str(meta.get("namespace") or "default"), str(meta.get("name"))
 
@@ -106,6 +110,16 @@ def owner_pods(manifests: Manifests) -> list[Pod]:
         key = (owner.namespace, owner.name)
         if (owner.kind == "ReplicaSet" and key in managed) or key in suspended:
             continue
+        if owner.kind == "StatefulSet":
+            create, _ = owner.stateful_sync(owner.replicas, owner.ordinals_in(manifests.pods))
+            created.extend(_held_by_kueue(owner, [owner.new_pod(o) for o in create]))
+            continue
+        if owner.kind == "DaemonSet":
+            served = {owner.daemon_node_of(p) for p in manifests.pods if owner.claims(p)
+                      and p.status.phase not in ("Succeeded", "Failed")}
+            created.extend(owner.daemon_pod(n.metadata.name) for n in manifests.nodes
+                           if n.metadata.name not in served and owner.daemon_should_run(n)[0])
+            continue
         labels = owner.template.metadata.labels.items()
         mine = [p for p in manifests.pods if p.metadata.namespace == owner.namespace
                 and labels <= p.metadata.labels.items()]
@@ -117,8 +131,20 @@ def owner_pods(manifests: Manifests) -> list[Pod]:
                 want = min(want, max(0, owner.completions - succeeded))
         else:
             want = owner.replicas
-        created.extend(owner.new_pod() for _ in range(max(0, want - active)))
+        created.extend(_held_by_kueue(owner, [owner.new_pod()
+                                              for _ in range(max(0, want - active))]))
     return created
+
+
+def _held_by_kueue(owner: Owner, pods: list[Pod]) -> list[Pod]:
+    """A queue-labelled Deployment's or StatefulSet's pods as Kueue's webhooks leave them:
+    gated until admission (a Deployment's also carrying its queue name, as plain pods)."""
+    queue = owner.labels.get(QUEUE_LABEL)
+    if not queue or owner.kind not in ("Deployment", "StatefulSet"):
+        return pods
+    if owner.kind == "Deployment":
+        pods = [serving_pod(p, queue, owner.labels) for p in pods]
+    return [gated_pod(p) for p in pods]
 
 
 def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Registry,

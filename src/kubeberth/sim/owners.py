@@ -1,20 +1,26 @@
-"""The workload controllers of a simulated cluster: ReplicaSets (and the Deployments above
-them) and Jobs keep their pods as upstream's controllers do.
+"""The workload controllers of a simulated cluster: ReplicaSets (and the Deployments above them),
+StatefulSets, DaemonSets and Jobs keep their pods as upstream's controllers do.
 
-An eviction deletes a pod; whether the work comes back depends on its owner. A ReplicaSet
-creates a replacement at once under a new name (``<rs>-<5 chars>``, arriving at the eviction
-time) and, when scaled down, deletes pods in upstream's order (unassigned before assigned,
-pending before running, not ready before ready, the most recently ready first, the newest
-first). A Job keeps ``min(parallelism, completions − succeeded)`` pods active, counts a
-deleted pod as failed and gives up after ``backoffLimit`` failures; a Job without
-``completions`` stops creating pods after its first success. A Job may be suspended (Kueue
-holds a queue-labelled Job suspended until its Workload is admitted, and suspends it again when
-the Workload is evicted): a suspended Job has no active pods (its running pods are deleted
-without counting as failures, as upstream's Job controller does) and creates none; resuming it
-may set a pod template change (the admitted flavor's node labels and tolerations) and a lower
-parallelism (partial admission). A bare pod has no owner: once
-evicted it is gone. The host (the simulator) owns the pods; this module only asks it to create
-and delete them through :class:`OwnerHost`.
+An eviction deletes a pod; whether the work comes back depends on its owner. A ReplicaSet creates a
+replacement at once under a new name (``<rs>-<5 chars>``, arriving at the eviction time) and, when
+scaled down, deletes pods in upstream's order (unassigned before assigned, pending before running,
+not ready before ready, the most recently ready first, the newest first). A StatefulSet keeps one
+pod per ordinal and replaces a deleted pod under the same name; with the OrderedReady policy it
+creates pod i+1 only once pods 0..i are Running and Ready (the host calls
+:meth:`OwnerRuntime.pod_ready` when one becomes so) and scales down only then, highest ordinal
+first; with Parallel it creates and deletes all at once. A DaemonSet keeps one pod on each node that
+its controller finds eligible (``Owner.daemon_should_run``), created for that node and placed there
+by the scheduler; the host calls :meth:`OwnerRuntime.nodes_changed` when a node joins or changes,
+and a pod whose node no longer lets it continue is deleted. A Job keeps ``min(parallelism,
+completions − succeeded)`` pods active, counts a deleted pod as failed and gives up after
+``backoffLimit`` failures; a Job without ``completions`` stops creating pods after its first
+success. A Job may be suspended (Kueue holds a queue-labelled Job suspended until its Workload is
+admitted, and suspends it again when the Workload is evicted): a suspended Job has no active pods
+(its running pods are deleted without counting as failures, as upstream's Job controller does) and
+creates none; resuming it may set a pod template change (the admitted flavor's node labels and
+tolerations) and a lower parallelism (partial admission). A bare pod has no owner: once evicted it
+is gone. The host (the simulator) owns the pods; this module only asks it to create and delete them
+through :class:`OwnerHost`.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kubeberth.api.objects import Pod
+from kubeberth.api.objects import Node, Pod
 from kubeberth.config.workloads import Owner
 
 
@@ -37,6 +43,10 @@ class OwnerHost(Protocol):
     def delete_owned_pod(self, key: str) -> bool:
         """Delete a pod now (no PDB check: a controller's own scale-down); False if it cannot
         be deleted at this instant (mid-binding)."""
+        ...
+
+    def daemon_nodes(self) -> list[Node]:
+        """The nodes in the cluster now, in order: where DaemonSets keep their pods."""
         ...
 
     def pod_rank(self, key: str) -> tuple[int, int, int, float, float]:
@@ -60,6 +70,8 @@ class OwnerRun:
     suspended: bool = False
     transform: Callable[[Pod], Pod] | None = None
     parallelism: int | None = None
+    # DaemonSet only: the node each live pod is for.
+    node_of: dict[str, str] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:
@@ -89,7 +101,8 @@ class OwnerRuntime:
             spec = run.spec
             if spec.namespace == namespace and spec.controller_kind == kind \
                     and spec.controller_name == name:
-                return None if kind == "Job" else run.desired
+                # A DaemonSet has no scale subresource, as a Job has none.
+                return None if kind in ("Job", "DaemonSet") else run.desired
         return None
 
     # ---- events ------------------------------------------------------------------------------
@@ -150,6 +163,12 @@ class OwnerRuntime:
         if run.kind == "Job":
             self._reconcile_job(run)
             return
+        if run.kind == "StatefulSet":
+            self._reconcile_stateful_set(run)
+            return
+        if run.kind == "DaemonSet":
+            self._reconcile_daemon_set(run)
+            return
         diff = run.desired - len(run.live)
         if diff > 0:
             self._create(run, diff)
@@ -194,18 +213,87 @@ class OwnerRuntime:
         if want > active:
             self._create(run, want - active)
 
+    def nodes_changed(self) -> None:
+        """A node joined or changed: every DaemonSet looks at the nodes again."""
+        for run in self.runs.values():
+            if run.kind == "DaemonSet":
+                self.reconcile(run)
+
+    def adopt(self, run: OwnerRun, pod: Pod) -> None:
+        """``pod``, already in the cluster, is one of ``run``'s."""
+        run.live[pod.key] = None
+        self.pod_owner[pod.key] = run
+        if run.kind == "DaemonSet":
+            run.node_of[pod.key] = run.spec.daemon_node_of(pod)
+
+    def _reconcile_daemon_set(self, run: OwnerRun) -> None:
+        """Upstream's podsShouldBeOnNode for every node: create the missing pod where the
+        DaemonSet should run, keep only the oldest where it may continue, delete the pods
+        where it may not."""
+        spec = run.spec
+        on: dict[str, list[str]] = {}
+        for key in run.live:
+            on.setdefault(run.node_of[key], []).append(key)
+        for node in self.host.daemon_nodes():
+            should_run, may_continue = spec.daemon_should_run(node)
+            name = node.metadata.name
+            pods = on.get(name, [])
+            if should_run and not pods:
+                run.node_of[self._add(run, spec.daemon_pod(name), None)] = name
+            doomed = pods[1:] if may_continue else pods
+            for key in doomed:
+                if self.host.delete_owned_pod(key):
+                    self._forget(run, key)
+
+    def pod_ready(self, key: str) -> None:
+        """A pod became Running and Ready: an OrderedReady StatefulSet may go on."""
+        run = self.pod_owner.get(key)
+        if run is not None and run.kind == "StatefulSet" and run.spec.ordered:
+            self.reconcile(run)
+
+    def _reconcile_stateful_set(self, run: OwnerRun) -> None:
+        """Upstream's StatefulSet sync: each ordinal in range, lowest first, is created if
+        missing; OrderedReady stops at the first pod it created or that is not Running and
+        Ready. Then the condemned pods (ordinals out of range) go, highest first."""
+        spec = run.spec
+        by_ordinal: dict[int, str] = {}
+        for key in run.live:
+            ordinal = spec.ordinal_of(key.rpartition("/")[2])
+            if ordinal is not None:
+                by_ordinal[ordinal] = key
+        ready = {o: self._running_and_ready(key) for o, key in by_ordinal.items()}
+        create, settled = spec.stateful_sync(run.desired, ready)
+        for ordinal in create:
+            self._add(run, spec.new_pod(ordinal), None)
+        if not settled:
+            return
+        end = spec.start_ordinal + run.desired
+        for ordinal in sorted((o for o in by_ordinal if not spec.start_ordinal <= o < end),
+                              reverse=True):
+            key = by_ordinal[ordinal]
+            if self.host.delete_owned_pod(key):
+                self._forget(run, key)
+
+    def _running_and_ready(self, key: str) -> bool:
+        _, phase, ready, _, _ = self.host.pod_rank(key)
+        return phase == 2 and ready == 1
+
     def _create(self, run: OwnerRun, count: int) -> None:
         duration = run.spec.pod_duration if run.kind == "Job" else None
         for _ in range(count):
-            pod = run.spec.new_pod()
-            if run.transform is not None:
-                pod = run.transform(pod)
-            key = self.host.create_owned_pod(pod, duration)
-            run.live[key] = None
-            self.pod_owner[key] = run
+            self._add(run, run.spec.new_pod(), duration)
+
+    def _add(self, run: OwnerRun, pod: Pod, duration: float | None) -> str:
+        if run.transform is not None:
+            pod = run.transform(pod)
+        key = self.host.create_owned_pod(pod, duration)
+        run.live[key] = None
+        self.pod_owner[key] = run
+        return key
 
     def _forget(self, run: OwnerRun, key: str) -> None:
         run.live.pop(key, None)
+        run.node_of.pop(key, None)
         self.pod_owner.pop(key, None)
 
 

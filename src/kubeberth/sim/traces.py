@@ -479,11 +479,19 @@ def _without_nodes_and_pods(m: Manifests) -> Manifests:
 
 def expand_owners(owners: Sequence[Owner], existing: Sequence[Pod] = ()) -> list[TracePod]:
     """The pods each owner creates when it arrives: a Deployment's or ReplicaSet's replicas,
-    a Job's first ``min(parallelism, completions)`` pods, less the ``existing`` live pods its
-    template's labels select in its namespace. Later pods (replacements, scale-ups, a Job's
-    next completions) are created by the simulator's controllers."""
+    a StatefulSet's first sync (its missing ordinals, or with OrderedReady the first one), a
+    Job's first ``min(parallelism, completions)`` pods, less the ``existing`` live pods its
+    template's labels select in its namespace. A DaemonSet's pods, and later pods
+    (replacements, scale-ups, a Job's next completions), are created by the simulator's
+    controllers."""
     pods: list[TracePod] = []
     for owner in owners:
+        if owner.kind == "DaemonSet":
+            continue  # its pods depend on the nodes: the simulator creates them on arrival
+        if owner.kind == "StatefulSet":
+            create, _ = owner.stateful_sync(owner.replicas, owner.ordinals_in(existing))
+            pods.extend(TracePod(owner.new_pod(o), owner.arrival, None) for o in create)
+            continue
         if owner.kind == "Job":
             count = owner.parallelism if owner.completions is None \
                 else min(owner.parallelism, owner.completions)
