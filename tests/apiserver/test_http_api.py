@@ -459,11 +459,13 @@ def test_running_pod_with_finalizer_stops_then_waits(http: httpx.Client, make_po
 
 
 def test_every_manifest_kind_with_an_api_is_served(http: httpx.Client) -> None:
-    """Each apiVersion/kind the manifest loader knows is served, except configuration kinds."""
+    """Each apiVersion/kind the manifest loader knows is served, except configuration kinds and
+    the workload kinds whose controllers the embedded server does not run yet (StatefulSet,
+    DaemonSet: modelled offline, skipped and listed by ``serve -f``; docs/apiserver.md)."""
     from kubeberth.config.manifests import KNOWN_KINDS
 
     not_api_objects = {"KubeSchedulerConfiguration", "DeschedulerPolicy", "Configuration",
-                       "StatefulSet"}
+                       "StatefulSet", "DaemonSet"}
     served: set[tuple[str, str]] = set()
     groups = [""] + [g["name"] for g in http.get("/apis").json()["groups"]]
     for group in groups:
