@@ -189,7 +189,6 @@ class LiveScheduler(Controller[SchedulerMetrics]):
         self.pods: dict[str, PodInfo] = {}
         self.pod_groups: dict[str, dict[str, Any]] = {}
         self.native_groups: dict[str, dict[str, Any]] = {}
-        self._last_group: GroupOutcome | None = None
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.decisions: list[SchedulingDecision] = []
         self.conflicts = 0
@@ -249,8 +248,7 @@ class LiveScheduler(Controller[SchedulerMetrics]):
             res = self.sched.schedule_one()
             if res is None:
                 break
-            if res.group is not None and res.group is not self._last_group:
-                self._last_group = res.group  # a group cycle's first result: its verdict
+            if res.group is not None and res.opens_group:
                 self._write_group_condition(res.group)
             self._record(res)
             self.sched.activate_requested(res.state)

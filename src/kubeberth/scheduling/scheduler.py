@@ -84,8 +84,10 @@ class CycleResult:
     # Only when extenders are configured: their verdicts, and which one bound the pod.
     extenders: ExtenderVerdicts | None = None
     bound_by: str = ""
-    # Set for the pods of a native PodGroup: the pod-group cycle they were decided in.
+    # Set for the pods of a native PodGroup: the pod-group cycle they were decided in, and
+    # whether this is the cycle's first result (hosts act on a group's outcome once).
     group: GroupOutcome | None = None
+    opens_group: bool = False
 
     @property
     def pod(self) -> PodInfo:
@@ -252,6 +254,7 @@ class Scheduler:
                                group=out)
                    for m in out.members]
         self._group_results.extend(results[1:])
+        results[0].opens_group = True
         return results[0]
 
     def schedule_within(self, fw: Framework, state: CycleState, qpi: QueuedPodInfo,

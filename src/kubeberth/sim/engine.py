@@ -200,7 +200,6 @@ class Simulation:
         # Progress bookkeeping for the end-of-run test: a counter orders attempts and changes.
         self._tick = 0
         self._last_attempt: dict[str, int] = {}
-        self._last_group: GroupOutcome | None = None
         self._progress = 0  # tick of the last bind, completion or eviction
         self._first_release: int | None = None  # first Permit release since then
         horizon = max((tp.arrival + (tp.duration or 0.0) for tp in workload.pods), default=0.0)
@@ -459,8 +458,7 @@ class Simulation:
             spinning = res.pod.key in tried and res.outcome in ("unschedulable", "error")
             tried.add(res.pod.key)
             self._decisions += 1
-            if res.group is not None and res.group is not self._last_group:
-                self._last_group = res.group  # a group cycle's first result: its outcome
+            if res.group is not None and res.opens_group:
                 self._group_cycle(res.group)
             self._record(res)
             self.scheduler.activate_requested(res.state)

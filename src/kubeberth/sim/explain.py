@@ -192,7 +192,7 @@ def explain(manifests: Manifests, config: SchedulerConfiguration, registry: Regi
         if res.group is not None:
             entry["podGroup"] = res.group.group.key
             entry["nodes"] = {}  # decided by the group's placements: see "podGroups"
-            if all(g is not res.group for g in groups):
+            if res.opens_group:
                 groups.append(res.group)
                 pre = res.group.preemption
                 if pre is not None and pre.code == Code.SUCCESS and pre.victims:
