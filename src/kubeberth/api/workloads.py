@@ -65,10 +65,9 @@ class StatefulSetOrdinals(_K8s):
     start: int = 0
 
 
-class StatefulSetSpec(_K8s):
-    replicas: int = 1
-    selector: LabelSelector | None = None
-    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+class StatefulSetSpec(ReplicatedSpec):
+    """A ReplicatedSpec (its fields keep their place on the wire) and the StatefulSet's own."""
+
     pod_management_policy: str = "OrderedReady"
     service_name: str = ""
     ordinals: StatefulSetOrdinals | None = None
